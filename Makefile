@@ -1,0 +1,43 @@
+# One-command set-up on a fresh machine with python3 and pip:
+#   make reproduce            # venv + deps + `paperzoo reproduce coordconv` (quick scale)
+#   make test                 # venv + deps + lint + the test suite
+# torch is installed first, pinned, so that no multi-GB CUDA build is pulled on CPU machines.
+PY ?= python3
+TORCH_VERSION ?= 2.13.0
+VENV ?= .venv
+BIN := $(VENV)/bin
+PAPER ?= coordconv
+SCALE ?= quick
+ARGS ?=
+
+.PHONY: install reproduce test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(BIN)/.installed
+
+reproduce: install
+	$(BIN)/paperzoo reproduce $(PAPER) --scale $(SCALE) $(ARGS)
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+test: lint
+	$(BIN)/python -m pytest -q $(ARGS)
+
+$(BIN)/.bench: $(BIN)/.installed
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python -m pip install -q --no-deps torchattacks
+	touch $@
+
+bench: $(BIN)/.bench
+	$(BIN)/paperzoo bench $(PAPER_BENCH)
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

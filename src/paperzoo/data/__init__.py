@@ -1,0 +1,13 @@
+"""Data sources: real-file loaders (``--data-root``), embedded data, and procedural generators.
+
+Importing this package registers every source module in it (each module registers its own
+sources in ``DATASETS``).
+"""
+
+import paperzoo.data as _pkg
+from paperzoo.data.base import DATASETS, DataError, DataInfo, Split, load_dataset
+from paperzoo.utils.modules import import_submodules
+
+import_submodules(_pkg)
+
+__all__ = ["DATASETS", "DataError", "DataInfo", "Split", "load_dataset"]

@@ -1,0 +1,102 @@
+"""The common interface of data sources: a ``Split`` of tensors plus a ``DataInfo`` record.
+
+Image sources return ``x`` as float32 in [0, 1] with shape (N, C, H, W) and ``y`` as int64 (N,).
+Every source is registered by name in ``DATASETS`` so that ``--dataset NAME`` picks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from paperzoo.registry import Registry
+
+
+class DataError(RuntimeError):
+    """Data are missing, truncated or malformed; the message says which file and what to do."""
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    name: str  # data set name, e.g. "mnist"
+    source: str  # "generated", "embedded:<package>", or the directory the files came from
+    n_train: int
+    n_test: int
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A train/test split of a supervised data set.
+
+    Shapes:
+        x_train: (N, ...) inputs; y_train: (N,) labels; likewise for the test half.
+    """
+
+    x_train: Tensor
+    y_train: Tensor
+    x_test: Tensor
+    y_test: Tensor
+    info: DataInfo
+    num_classes: int
+
+    def __post_init__(self) -> None:
+        if len(self.x_train) != len(self.y_train) or len(self.x_test) != len(self.y_test):
+            raise DataError(
+                f"{self.info.name}: inputs and labels differ in length "
+                f"({len(self.x_train)}/{len(self.y_train)}, {len(self.x_test)}/{len(self.y_test)})"
+            )
+
+    def subset(self, n_train: int | None = None, n_test: int | None = None) -> Split:
+        """The first ``n_train`` / ``n_test`` examples (sources are already shuffled)."""
+        xtr, ytr = self.x_train[:n_train], self.y_train[:n_train]
+        xte, yte = self.x_test[:n_test], self.y_test[:n_test]
+        info = DataInfo(self.info.name, self.info.source, len(xtr), len(xte))
+        return Split(xtr, ytr, xte, yte, info, self.num_classes)
+
+
+SourceFn = Callable[..., Split]
+DATASETS: Registry[Split] = Registry("dataset")
+
+
+def load_dataset(
+    name: str,
+    *,
+    data_root: str | Path | None = None,
+    download: bool = False,
+    seed: int = 0,
+) -> Split:
+    """Load the registered data set ``name``.
+
+    Args:
+        name: a name in ``DATASETS`` (``paperzoo.data.DATASETS.names()``).
+        data_root: directory holding the standard file layouts (see DESIGN.md).
+        download: fetch missing files from the canonical source (checksum verified).
+        seed: seeds the shuffle/split of sources that have no official split.
+    """
+    import paperzoo.data  # noqa: F401  (registers every source)
+
+    root = Path(data_root).expanduser() if data_root is not None else None
+    return DATASETS.create(name, data_root=root, download=download, seed=seed)
+
+
+def stratified_split(
+    x: Tensor, y: Tensor, n_test_per_class: int, *, seed: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Shuffle and split so the test half has ``n_test_per_class`` examples of every class."""
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(len(y), generator=g)
+    x, y = x[perm], y[perm]
+    test_mask = torch.zeros(len(y), dtype=torch.bool)
+    for c in torch.unique(y):
+        idx = torch.nonzero(y == c).flatten()
+        if len(idx) <= n_test_per_class:
+            raise DataError(f"class {int(c)} has only {len(idx)} examples")
+        test_mask[idx[:n_test_per_class]] = True
+    return x[~test_mask], y[~test_mask], x[test_mask], y[test_mask]

@@ -1,0 +1,50 @@
+"""Explicit randomness: generators derived from one seed, and global RNG capture for resume."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def make_generator(seed: int, *, device: str | torch.device = "cpu") -> torch.Generator:
+    """A fresh ``torch.Generator`` seeded with ``seed``."""
+    g = torch.Generator(device=device)
+    g.manual_seed(int(seed))
+    return g
+
+
+def derive_seed(seed: int, *keys: int | str) -> int:
+    """A deterministic 63-bit seed derived from ``seed`` and ``keys`` (stable across runs)."""
+    ss = np.random.SeedSequence([int(seed)] + [_key(k) for k in keys])
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def _key(k: int | str) -> int:
+    if isinstance(k, int):
+        return k
+    return int.from_bytes(k.encode("utf-8")[:16].ljust(16, b"\0"), "little") % (2**63)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch's global RNGs. For applications (the CLI), not library code."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def capture_global_rng() -> dict[str, Any]:
+    """torch's global CPU RNG state (dropout etc. draw from it) as a checkpointable dict."""
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = list(torch.cuda.get_rng_state_all())
+    return state
+
+
+def restore_global_rng(state: dict[str, Any]) -> None:
+    """Inverse of ``capture_global_rng``."""
+    torch.set_rng_state(state["torch"].to(torch.uint8))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.to(torch.uint8) for s in state["cuda"]])

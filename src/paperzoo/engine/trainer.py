@@ -1,0 +1,391 @@
+"""The one training loop every paper uses.
+
+A ``Trainer`` owns: batch sampling (a deterministic function of seed and step, so resuming from a
+checkpoint continues the exact same trajectory), the optimisation step, learning-rate schedules as
+pure functions of the step, NaN/inf detection, metric averaging and JSONL logging (TensorBoard too
+when installed), progress bars, periodic atomic checkpoints, and DistributedDataParallel when the
+process was launched by ``torchrun``.
+
+Two ways to define a step:
+
+* ``loss_fn(model, batch) -> loss`` or ``-> (loss, {"name": value, ...})``: the trainer zeroes the
+  gradients, back-propagates, clips (optional) and steps the optimizer.
+* ``manual=True``: ``loss_fn(model, batch) -> {"loss": ..., ...}`` performs its own updates (e.g.
+  the alternating generator/classifier updates of GAT); the trainer logs, checks and checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils.data import Dataset, default_collate
+from tqdm.auto import tqdm
+
+from paperzoo.engine import checkpoint as ckpt
+from paperzoo.engine.distributed import DistInfo, current
+from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
+
+log = logging.getLogger(__name__)
+
+Batch = tuple[Tensor, ...]
+DataSource = Sequence[Tensor] | Dataset | Callable[[int, torch.Generator], Batch]
+LossOutput = Tensor | tuple[Tensor, dict[str, Any]] | dict[str, Any]
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The loss became NaN or infinite; the message names the step."""
+
+    def __init__(self, step: int, value: float) -> None:
+        super().__init__(
+            f"loss became {value} at step {step}; lower the learning rate, clip gradients, "
+            "or check the inputs for NaN"
+        )
+        self.step = step
+        self.value = value
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int  # total optimisation steps
+    batch_size: int = 64  # global batch (split across ranks under torchrun)
+    seed: int = 0  # seeds batch order (and the step generator)
+    log_every: int = 50  # average metrics over this many steps, then log a record
+    eval_every: int = 0  # run eval_fn every this many steps (0: only at the end)
+    checkpoint_every: int = 0  # write a checkpoint every this many steps (0: only at the end)
+    keep_checkpoints: int = 2  # newest checkpoints kept on disk
+    grad_clip: float | None = None  # max global gradient norm (None: no clipping)
+    drop_last: bool = True  # epochs are whole batches (the last partial batch is skipped)
+    channels_last: bool = False  # 4-D inputs and the model in channels-last memory format
+    compile: bool = False  # torch.compile the model for the training forward pass
+    progress: bool = True  # tqdm bar (only on rank 0 and only on a TTY)
+    desc: str = "train"  # progress-bar label
+
+    def __post_init__(self) -> None:
+        if self.steps < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.log_every < 1:
+            raise ValueError(f"log_every must be >= 1, got {self.log_every}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be positive, got {self.grad_clip}")
+
+
+@dataclass
+class History:
+    """Logged records: ``{"step": s, "name": value, ...}``, one per log/eval event."""
+
+    records: list[dict[str, float]] = field(default_factory=list)
+
+    def series(self, name: str) -> tuple[list[int], list[float]]:
+        """(steps, values) of every record that has ``name``."""
+        pts = [(int(r["step"]), float(r[name])) for r in self.records if name in r]
+        return [p[0] for p in pts], [p[1] for p in pts]
+
+    def last(self, name: str) -> float:
+        """The newest logged value of ``name``."""
+        for r in reversed(self.records):
+            if name in r:
+                return float(r[name])
+        raise KeyError(f"metric {name!r} was never logged")
+
+
+class BatchSampler:
+    """Deterministic batches: epoch ``e`` is a permutation seeded by ``(seed, e)``.
+
+    The batch of step ``s`` depends only on ``(seed, s)``, so resume needs no sampler state. Under
+    DDP each rank takes a strided slice of the global batch (the same split DistributedSampler
+    makes), so the union over ranks equals the single-process batch.
+    """
+
+    def __init__(self, n: int, batch_size: int, *, seed: int, drop_last: bool, dist: DistInfo):
+        if n < 1:
+            raise ValueError("cannot train on an empty data set")
+        if drop_last and batch_size > n:
+            raise ValueError(f"batch_size {batch_size} exceeds the data set size {n}")
+        self.n, self.batch_size, self.seed, self.dist = n, batch_size, seed, dist
+        self.per_epoch = n // batch_size if drop_last else math.ceil(n / batch_size)
+        self._epoch, self._perm = -1, torch.empty(0, dtype=torch.long)
+
+    def indices(self, step: int) -> Tensor:
+        epoch, pos = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            g = torch.Generator().manual_seed(derive_seed(self.seed, "epoch", epoch))
+            self._epoch, self._perm = epoch, torch.randperm(self.n, generator=g)
+        idx = self._perm[pos * self.batch_size : (pos + 1) * self.batch_size]
+        return idx[self.dist.rank :: self.dist.world_size]
+
+
+def _to_device(batch: Any, device: torch.device, channels_last: bool) -> Any:
+    if isinstance(batch, Tensor):
+        batch = batch.to(device, non_blocking=True)
+        if channels_last and batch.dim() == 4:
+            batch = batch.contiguous(memory_format=torch.channels_last)
+        return batch
+    if isinstance(batch, list | tuple):
+        return type(batch)(_to_device(b, device, channels_last) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _to_device(v, device, channels_last) for k, v in batch.items()}
+    return batch
+
+
+def _as_float(v: Any) -> float:
+    return float(v.detach().float().mean().item()) if isinstance(v, Tensor) else float(v)
+
+
+class Trainer:
+    """Runs ``config.steps`` optimisation steps of ``loss_fn`` on ``data``.
+
+    Args:
+        model: the network being trained (wrapped in DDP under torchrun).
+        optimizer: its optimizer; ``None`` only with ``manual=True``.
+        loss_fn: ``(model, batch) -> loss | (loss, metrics) | metrics`` (see the module doc).
+        config: loop settings.
+        out_dir: where ``metrics.jsonl`` and ``checkpoints/`` go (nothing is written if ``None``).
+        lr_schedule: ``step -> multiplier`` of each param group's initial learning rate.
+        eval_fn: ``(model) -> metrics`` run every ``config.eval_every`` steps and at the end.
+        extra: further modules/optimizers whose state belongs in checkpoints (GAN-style setups).
+        manual: ``loss_fn`` performs its own parameter updates.
+        device: where batches and the model live.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None,
+        loss_fn: Callable[[nn.Module, Any], LossOutput],
+        *,
+        config: TrainConfig,
+        out_dir: str | Path | None = None,
+        lr_schedule: Callable[[int], float] | None = None,
+        eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
+        extra: dict[str, nn.Module | torch.optim.Optimizer] | None = None,
+        manual: bool = False,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if optimizer is None and not manual:
+            raise ValueError("an optimizer is required unless manual=True")
+        self.config = config
+        self.device = torch.device(device)
+        self.dist = current()
+        self.model = model.to(self.device)
+        if config.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.lr_schedule = lr_schedule
+        self.eval_fn = eval_fn
+        self.extra = dict(extra or {})
+        self.manual = manual
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.history = History()
+        self.step = 0
+        self._window: dict[str, list[float]] = {}
+        self._tb: Any = None
+        self._train_model = self._wrap(self.model)
+        for opt in self._optimizers().values():
+            for g in opt.param_groups:
+                g.setdefault("initial_lr", g["lr"])
+
+    # -- setup --------------------------------------------------------------------------------
+    def _wrap(self, model: nn.Module) -> nn.Module:
+        wrapped: nn.Module = model
+        if self.dist.enabled and any(p.requires_grad for p in model.parameters()):
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            wrapped = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        if self.config.compile:
+            wrapped = torch.compile(wrapped)  # type: ignore[assignment]
+        return wrapped
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        opts = {k: v for k, v in self.extra.items() if isinstance(v, torch.optim.Optimizer)}
+        if self.optimizer is not None:
+            opts["optimizer"] = self.optimizer
+        return opts
+
+    def _modules(self) -> dict[str, nn.Module]:
+        mods = {k: v for k, v in self.extra.items() if isinstance(v, nn.Module)}
+        mods["model"] = self.model
+        return mods
+
+    @property
+    def checkpoint_dir(self) -> Path | None:
+        return self.out_dir / "checkpoints" if self.out_dir is not None else None
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "modules": {k: m.state_dict() for k, m in self._modules().items()},
+            "optimizers": {k: o.state_dict() for k, o in self._optimizers().items()},
+            "rng": capture_global_rng(),
+            "history": self.history.records,
+            "window": self._window,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k, m in self._modules().items():
+            m.load_state_dict(state["modules"][k])
+        for k, o in self._optimizers().items():
+            o.load_state_dict(state["optimizers"][k])
+        restore_global_rng(state["rng"])
+        self.history = History([dict(r) for r in state["history"]])
+        self._window = {k: list(v) for k, v in state["window"].items()}
+
+    def save_checkpoint(self) -> None:
+        if self.checkpoint_dir is None or not self.dist.is_main:
+            return
+        ckpt.save_state(
+            self.checkpoint_dir, self.step, self.state_dict(), keep=self.config.keep_checkpoints
+        )
+
+    def resume(self) -> bool:
+        """Load the newest checkpoint in ``out_dir`` if there is one; True if something loaded."""
+        d = self.checkpoint_dir
+        if d is None or ckpt.latest_step(d) is None:
+            return False
+        self.step, state = ckpt.load_state(d)
+        self.load_state_dict(state)
+        log.info("resumed from step %d in %s", self.step, d)
+        return True
+
+    # -- data ---------------------------------------------------------------------------------
+    def _batches(self, data: DataSource) -> Iterator[Any]:
+        cfg = self.config
+        if callable(data) and not isinstance(data, Dataset | Sequence):
+            # A procedural source: batch = data(step, generator) from a per-step generator.
+            while True:
+                g = torch.Generator().manual_seed(derive_seed(cfg.seed, "batch", self.step))
+                yield data(self.step, g)
+        if isinstance(data, Sequence) and data and all(isinstance(t, Tensor) for t in data):
+            n = len(data[0])
+            if any(len(t) != n for t in data):
+                raise ValueError(f"data tensors differ in length: {[len(t) for t in data]}")
+            sampler = BatchSampler(
+                n, cfg.batch_size, seed=cfg.seed, drop_last=cfg.drop_last, dist=self.dist
+            )
+            while True:
+                idx = sampler.indices(self.step)
+                yield tuple(t[idx] for t in data)
+        if isinstance(data, Dataset):
+            sampler = BatchSampler(
+                len(data),  # type: ignore[arg-type]
+                cfg.batch_size,
+                seed=cfg.seed,
+                drop_last=cfg.drop_last,
+                dist=self.dist,
+            )
+            while True:
+                yield default_collate([data[int(i)] for i in sampler.indices(self.step)])
+        raise TypeError(
+            "data must be a sequence of equally long tensors, a torch Dataset, "
+            f"or a callable (step, generator) -> batch; got {type(data).__name__}"
+        )
+
+    # -- loop ---------------------------------------------------------------------------------
+    def _one_step(self, batch: Any) -> dict[str, float]:
+        self._train_model.train()
+        for opt in self._optimizers().values():
+            if self.lr_schedule is not None:
+                mult = self.lr_schedule(self.step)
+                for g in opt.param_groups:
+                    g["lr"] = g["initial_lr"] * mult
+        if self.manual:
+            out = self.loss_fn(self._train_model, batch)
+            if not isinstance(out, dict) or "loss" not in out:
+                raise TypeError("with manual=True, loss_fn must return a dict with a 'loss' entry")
+            metrics = {k: _as_float(v) for k, v in out.items()}
+        else:
+            assert self.optimizer is not None
+            out = self.loss_fn(self._train_model, batch)
+            loss, extra = (out if isinstance(out, tuple) else (out, {}))
+            if isinstance(out, dict):
+                loss, extra = out["loss"], out
+            if not isinstance(loss, Tensor) or loss.dim() != 0:
+                raise TypeError("loss_fn must return a scalar loss tensor")
+            value = float(loss.detach().item())
+            if not math.isfinite(value):
+                raise NonFiniteLossError(self.step, value)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if self.config.grad_clip is not None:
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            self.optimizer.step()
+            metrics = {k: _as_float(v) for k, v in extra.items() if k != "loss"}
+            metrics["loss"] = value
+        if not math.isfinite(metrics["loss"]):
+            raise NonFiniteLossError(self.step, metrics["loss"])
+        return metrics
+
+    def _log(self, record: dict[str, float]) -> None:
+        self.history.records.append(record)
+        if self.out_dir is None or not self.dist.is_main:
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.out_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._tb is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.out_dir / "tensorboard"))
+            except ImportError:
+                self._tb = False
+        if self._tb:
+            for k, v in record.items():
+                if k != "step":
+                    self._tb.add_scalar(k, v, int(record["step"]))
+
+    def _evaluate(self) -> None:
+        if self.eval_fn is None:
+            return
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                res = self.eval_fn(self.model)
+        finally:
+            self.model.train(was_training)
+        self._log({"step": self.step, **{k: float(v) for k, v in res.items()}})
+
+    def fit(self, data: DataSource, *, resume: bool = False) -> History:
+        """Train until ``config.steps``; with ``resume`` continue from the newest checkpoint."""
+        cfg = self.config
+        if resume:
+            self.resume()
+        batches = self._batches(data)
+        show = cfg.progress and self.dist.is_main and sys.stderr.isatty()
+        bar = tqdm(
+            total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False
+        )
+        try:
+            while self.step < cfg.steps:
+                batch = _to_device(next(batches), self.device, cfg.channels_last)
+                metrics = self._one_step(batch)
+                self.step += 1
+                for k, v in metrics.items():
+                    self._window.setdefault(k, []).append(v)
+                if self.step % cfg.log_every == 0 or self.step == cfg.steps:
+                    rec = {k: sum(v) / len(v) for k, v in self._window.items()}
+                    self._window = {}
+                    self._log({"step": self.step, **rec})
+                    bar.set_postfix(loss=f"{rec['loss']:.4g}")
+                if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
+                    self._evaluate()
+                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
+                    self.save_checkpoint()
+                bar.update(1)
+        finally:
+            bar.close()
+        self._evaluate()
+        if self.checkpoint_dir is not None:
+            self.save_checkpoint()
+        return self.history
