@@ -60,13 +60,13 @@ class Registry(Generic[T]):
             accepted = [
                 p.name
                 for p in params
-                if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                if p.kind
+                in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
             ]
             unknown = sorted(set(kwargs) - set(accepted))
             if unknown:
                 raise TypeError(
-                    f"{self.kind} {name!r} got unknown argument(s) {unknown}; "
-                    f"accepted: {accepted}"
+                    f"{self.kind} {name!r} got unknown argument(s) {unknown}; accepted: {accepted}"
                 )
         try:
             return factory(**kwargs)

@@ -70,7 +70,8 @@ def ensure_files(directory: Path, files: list[RemoteFile], *, download: bool, wh
     missing = [
         f
         for f in files
-        if not (directory / f.name).exists() and not (directory / f.name.removesuffix(".gz")).exists()
+        if not (directory / f.name).exists()
+        and not (directory / f.name.removesuffix(".gz")).exists()
     ]
     if missing and not download:
         names = ", ".join(f.name for f in missing)

@@ -72,7 +72,9 @@ def read_idx(path: str | Path) -> np.ndarray:
             f"{path}: expected {expected} data bytes for shape {dims}, found {len(raw) - header} "
             "(truncated or corrupt file)"
         )
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims).astype(dtype.newbyteorder("="))
+    return (
+        np.frombuffer(raw, dtype=dtype, offset=header).reshape(dims).astype(dtype.newbyteorder("="))
+    )
 
 
 def _find(directory: Path, stem: str) -> Path:
@@ -100,7 +102,9 @@ def load_idx_split(directory: Path, name: str) -> Split:
 
 def _root_dir(data_root: Path | None, sub: str, what: str) -> Path:
     if data_root is None:
-        raise DataError(f"{what} needs --data-root DIR (files in DIR/{sub}/), optionally --download")
+        raise DataError(
+            f"{what} needs --data-root DIR (files in DIR/{sub}/), optionally --download"
+        )
     return data_root / sub
 
 

@@ -8,7 +8,7 @@ from paperzoo.engine.checkpoint import (
     save_weights,
 )
 from paperzoo.engine.distributed import DistInfo, current, init_distributed
-from paperzoo.engine.seeding import derive_seed, make_generator, seed_everything
+from paperzoo.engine.seeding import derive_seed, make_generator, seed_everything, seeded
 from paperzoo.engine.trainer import History, NonFiniteLossError, TrainConfig, Trainer
 
 __all__ = [
@@ -27,4 +27,5 @@ __all__ = [
     "save_state",
     "save_weights",
     "seed_everything",
+    "seeded",
 ]

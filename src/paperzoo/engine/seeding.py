@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -48,3 +50,15 @@ def restore_global_rng(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"].to(torch.uint8))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.to(torch.uint8) for s in state["cuda"]])
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block (e.g. model construction) under torch's global RNG seeded with ``seed``.
+
+    The caller's global RNG state is saved before and restored after, so library code can make
+    initialisation deterministic without clobbering the user's random stream.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        yield

@@ -306,7 +306,7 @@ class Trainer:
         else:
             assert self.optimizer is not None
             out = self.loss_fn(self._train_model, batch)
-            loss, extra = (out if isinstance(out, tuple) else (out, {}))
+            loss, extra = out if isinstance(out, tuple) else (out, {})
             if isinstance(out, dict):
                 loss, extra = out["loss"], out
             if not isinstance(loss, Tensor) or loss.dim() != 0:
@@ -363,9 +363,7 @@ class Trainer:
             self.resume()
         batches = self._batches(data)
         show = cfg.progress and self.dist.is_main and sys.stderr.isatty()
-        bar = tqdm(
-            total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False
-        )
+        bar = tqdm(total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False)
         try:
             while self.step < cfg.steps:
                 batch = _to_device(next(batches), self.device, cfg.channels_last)

@@ -44,7 +44,9 @@ class Outcome:
     data: list[DataInfo] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)  # paths relative to the output directory
     notes: list[str] = field(default_factory=list)  # shown under the claim table in report.md
-    details: dict[str, Any] = field(default_factory=dict)  # extra JSON-able numbers for results.json
+    details: dict[str, Any] = field(
+        default_factory=dict
+    )  # extra JSON-able numbers for results.json
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,9 @@ class Experiment(ABC):
             return self.datasets[0] if self.datasets else None
         if ctx.dataset not in self.datasets:
             supported = ", ".join(self.datasets) or "none (its data are generated)"
-            raise ValueError(f"{self.name} does not support --dataset {ctx.dataset}; supported: {supported}")
+            raise ValueError(
+                f"{self.name} does not support --dataset {ctx.dataset}; supported: {supported}"
+            )
         return ctx.dataset
 
     @abstractmethod

@@ -1,10 +1,12 @@
-"""Discovery of a package's submodules (so each paper registers itself from its own file)."""
+"""Module discovery and parameter counting."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from types import ModuleType
+
+from torch import nn
 
 
 def import_submodules(package: ModuleType) -> list[ModuleType]:
@@ -14,3 +16,9 @@ def import_submodules(package: ModuleType) -> list[ModuleType]:
         if not info.name.startswith("_"):
             mods.append(importlib.import_module(f"{package.__name__}.{info.name}"))
     return mods
+
+
+def count_params(module: nn.Module, *, trainable_only: bool = False) -> int:
+    """Number of parameters (shared parameters counted once)."""
+    seen = {id(p): p for p in module.parameters() if p.requires_grad or not trainable_only}
+    return sum(p.numel() for p in seen.values())

@@ -1,0 +1,49 @@
+"""Classification helpers shared by the experiments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+
+@torch.no_grad()
+def predict(
+    model: nn.Module | Callable[[Tensor], Tensor],
+    x: Tensor,
+    *,
+    batch_size: int = 500,
+    device: str | torch.device = "cpu",
+) -> Tensor:
+    """Logits of ``model`` on ``x`` in batches, in eval mode (the caller's mode is restored).
+
+    Shapes:
+        x: (N, ...) -> (N, num_classes) on the CPU.
+    """
+    was_training = getattr(model, "training", None)
+    if isinstance(model, nn.Module):
+        model.eval()
+    try:
+        outs = [model(x[i : i + batch_size].to(device)).cpu() for i in range(0, len(x), batch_size)]
+    finally:
+        if isinstance(model, nn.Module) and was_training is not None:
+            model.train(was_training)
+    return torch.cat(outs) if outs else torch.empty(0)
+
+
+def accuracy(
+    model: nn.Module | Callable[[Tensor], Tensor],
+    x: Tensor,
+    y: Tensor,
+    *,
+    batch_size: int = 500,
+    device: str | torch.device = "cpu",
+) -> float:
+    """Top-1 accuracy of ``model`` on ``(x, y)``."""
+    if len(x) != len(y):
+        raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
+    if len(x) == 0:
+        raise ValueError("accuracy of an empty set is undefined")
+    logits = predict(model, x, batch_size=batch_size, device=device)
+    return (logits.argmax(1) == y.cpu()).float().mean().item()
