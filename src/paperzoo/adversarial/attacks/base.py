@@ -1,0 +1,222 @@
+"""The common base of every attack: ``attack(x, y) -> x_adv``.
+
+Conventions (shared with torchattacks): inputs live in ``clip`` (``[0, 1]`` for images) and any
+normalisation is part of the model; the model is put in eval mode for the attack and the caller's
+train/eval mode is restored in ``finally`` even if the attack raises; the result is detached and
+clamped to ``clip``.
+
+Every gradient an attack uses comes from ``Attack.loss_and_grad``. Wrappers that change how
+gradients are obtained (``EOT`` averages them over the defence's randomness, ``BPDA`` takes them
+through a differentiable approximation of a preprocessing step) override that single method, and
+run the wrapped attack's algorithm with their own gradient oracle (see ``AttackWrapper``).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+LossFn = Callable[[Tensor, Tensor], Tensor]
+NORMS = ("linf", "l2")
+
+
+def cross_entropy_loss(logits: Tensor, y: Tensor) -> Tensor:
+    """Per-example cross-entropy (the loss an untargeted attack ascends).
+
+    Shapes:
+        logits: (B, K); y: (B,) -> (B,)
+    """
+    return F.cross_entropy(logits, y, reduction="none")
+
+
+def cw_margin_loss(logits: Tensor, y: Tensor) -> Tensor:
+    """Carlini-Wagner margin ``max_{j != y} z_j - z_y`` per example; positive iff misclassified.
+
+    Shapes:
+        logits: (B, K); y: (B,) -> (B,)
+    """
+    true = logits.gather(1, y[:, None]).squeeze(1)  # (B,)
+    other = logits.masked_fill(F.one_hot(y, logits.shape[1]).bool(), -math.inf)
+    return other.amax(1) - true
+
+
+LOSSES: dict[str, LossFn] = {"ce": cross_entropy_loss, "cw": cw_margin_loss}
+
+
+def resolve_loss(loss: str | LossFn) -> LossFn:
+    """A per-example loss function by name ("ce", "cw") or the callable itself."""
+    if callable(loss):
+        return loss
+    try:
+        return LOSSES[loss]
+    except KeyError:
+        raise ValueError(f"unknown attack loss {loss!r}; choose from {sorted(LOSSES)}") from None
+
+
+def check_norm(norm: str) -> str:
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; choose from {', '.join(NORMS)}")
+    return norm
+
+
+def _flat_norm(t: Tensor) -> Tensor:
+    """Per-example l2 norm broadcastable against ``t`` (shape (B, 1, ..., 1))."""
+    return t.flatten(1).norm(dim=1).view(-1, *([1] * (t.dim() - 1)))
+
+
+def normalize_grad(g: Tensor, norm: str) -> Tensor:
+    """Steepest-ascent direction of unit ``norm``: sign(g) for l_inf, g / ||g||_2 for l_2."""
+    if norm == "linf":
+        return g.sign()
+    return g / _flat_norm(g).clamp_min(1e-12)
+
+
+def project(delta: Tensor, eps: float, norm: str) -> Tensor:
+    """Euclidean projection of the perturbation onto the ``norm`` ball of radius ``eps``."""
+    if norm == "linf":
+        return delta.clamp(-eps, eps)
+    scale = (eps / _flat_norm(delta).clamp_min(1e-12)).clamp(max=1.0)
+    return delta * scale
+
+
+def random_in_ball(
+    like: Tensor, eps: float, norm: str, generator: torch.Generator | None = None
+) -> Tensor:
+    """A uniform sample from the ``norm`` ball of radius ``eps`` for each example of ``like``."""
+    shape, dev = like.shape, like.device
+    gdev = generator.device if generator is not None else dev
+    if norm == "linf":
+        u = torch.rand(shape, generator=generator, device=gdev, dtype=like.dtype)
+        return ((2 * u - 1) * eps).to(dev)
+    # l_2: direction uniform on the sphere, radius eps * U^(1/d) (uniform in volume).
+    d = like[0].numel()
+    z = torch.randn(shape, generator=generator, device=gdev, dtype=like.dtype)
+    r = torch.rand(shape[0], generator=generator, device=gdev, dtype=like.dtype) ** (1.0 / d)
+    z = z / _flat_norm(z).clamp_min(1e-12)
+    return (z * (eps * r).view(-1, *([1] * (len(shape) - 1)))).to(dev)
+
+
+def unwrap_model(model: nn.Module) -> nn.Module:
+    """The module inside a DistributedDataParallel / torch.compile wrapper (attacks need no sync)."""
+    if isinstance(model, nn.parallel.DistributedDataParallel):
+        model = model.module
+    return getattr(model, "_orig_mod", model)
+
+
+class Attack(ABC):
+    """Base class: holds the model, the loss to ascend and the valid input box.
+
+    Args:
+        model: the (possibly defended) classifier; logits (B, K) from inputs (B, ...).
+        loss: "ce" (cross-entropy), "cw" (Carlini-Wagner margin) or ``(logits, y) -> (B,)``.
+        clip: the valid input range, or ``None`` for unbounded inputs (e.g. WRM's 2-D data).
+        generator: source of the attack's randomness (random starts, samples).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        loss: str | LossFn = "ce",
+        clip: tuple[float, float] | None = (0.0, 1.0),
+        generator: torch.Generator | None = None,
+    ) -> None:
+        if clip is not None and not clip[0] < clip[1]:
+            raise ValueError(f"clip must be (low, high) with low < high, got {clip}")
+        self.model = model
+        self.loss = loss
+        self.loss_fn = resolve_loss(loss)
+        self.clip = clip
+        self.generator = generator
+
+    def __call__(self, x: Tensor, y: Tensor) -> Tensor:
+        """Adversarial examples for ``(x, y)``: detached, clamped to ``clip``.
+
+        Shapes:
+            x: (B, ...); y: (B,) -> (B, ...)
+        """
+        if len(x) != len(y):
+            raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            x_adv = self.perturb(x.detach(), y.detach())
+        finally:
+            self.model.train(was_training)
+        return self.clamp(x_adv.detach())
+
+    @abstractmethod
+    def perturb(self, x: Tensor, y: Tensor) -> Tensor:
+        """The attack algorithm (the model is already in eval mode)."""
+
+    def clamp(self, x: Tensor) -> Tensor:
+        """``x`` clamped to the valid input range (unchanged when ``clip`` is None)."""
+        return x if self.clip is None else x.clamp(*self.clip)
+
+    def loss_and_grad(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-example loss and the gradient of its sum with respect to ``x``.
+
+        Only the input receives a gradient (``autograd.grad``), so parameters' ``.grad`` are left
+        untouched and the attack can run inside a training step.
+
+        Shapes:
+            x: (B, ...); y: (B,) -> loss (B,), grad (B, ...)
+        """
+        x = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            loss = self.loss_fn(self.model(x), y)
+            (grad,) = torch.autograd.grad(loss.sum(), x)
+        return loss.detach(), grad.detach()
+
+    @torch.no_grad()
+    def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-example loss and whether ``x`` is misclassified (one forward pass, no gradient).
+
+        Shapes:
+            x: (B, ...); y: (B,) -> loss (B,), wrong (B,) bool
+        """
+        logits = self.model(x)
+        return self.loss_fn(logits, y), logits.argmax(1) != y
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(loss={self.loss!r}, clip={self.clip})"
+
+
+class AttackWrapper(Attack):
+    """An attack that runs another attack's algorithm with a different gradient oracle.
+
+    Subclasses override ``loss_and_grad`` in terms of ``self.attack.loss_and_grad``. ``perturb``
+    finds the innermost (algorithmic) attack and runs a shallow copy of it whose
+    ``loss_and_grad`` is this wrapper's, so wrappers compose in any order:
+    ``EOT(BPDA(PGD(...)))`` averages BPDA gradients; ``BPDA(EOT(PGD(...)))`` likewise.
+    """
+
+    def __init__(self, attack: Attack) -> None:
+        super().__init__(
+            attack.model, loss=attack.loss, clip=attack.clip, generator=attack.generator
+        )
+        self.attack = attack
+
+    def perturb(self, x: Tensor, y: Tensor) -> Tensor:
+        base = self.attack
+        while isinstance(base, AttackWrapper):
+            base = base.attack
+        runner = copy.copy(base)
+        runner.loss_and_grad = self.loss_and_grad  # type: ignore[method-assign]
+        runner.evaluate = self.evaluate  # type: ignore[method-assign]
+        return runner.perturb(x, y)
+
+    def loss_and_grad(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        return self.attack.loss_and_grad(x, y)
+
+    def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        return self.attack.evaluate(x, y)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.attack!r})"
