@@ -1,0 +1,259 @@
+"""DRAW's differentiable Gaussian read/write attention, plus the attention-free read/write.
+
+Gregor, Danihelka, Graves, Rezende, Wierstra. "DRAW: A Recurrent Neural Network For Image
+Generation", ICML 2015, Section 3 (Eqs. 21-29).
+
+An N x N grid of 2-D Gaussian filters is laid over an A x B image (A = width, B = height):
+
+* Eq. 21: ``(g~X, g~Y, log sigma^2, log delta~, log gamma) = W(h_dec)``
+* Eq. 22-24: ``gX = (A+1)/2 (g~X + 1)``, ``gY = (B+1)/2 (g~Y + 1)``,
+  ``delta = (max(A, B) - 1)/(N - 1) delta~``
+* Eq. 19-20: filter centres ``mu_X^i = gX + (i - N/2 - 0.5) delta`` for ``i = 1..N``, i.e.
+  ``mu^i = g + (i - (N-1)/2) delta`` for ``i = 0..N-1``: the grid is centred on ``g``. (Popular
+  ports use ``range(N)`` with ``i - N/2 - 0.5``, which shifts every grid by one stride.)
+* Eq. 25-26: ``F_X[i, a] = exp(-(a - mu_X^i)^2 / (2 sigma^2)) / Z_X``, rows normalised.
+* Eq. 27: ``read(x, x_hat, h_dec) = gamma [F_Y x F_X^T, F_Y x_hat F_X^T]``
+* Eq. 29: ``write(h_dec) = (1/gamma) F_Y^T w F_X`` with the patch ``w = W(h_dec)``.
+
+Coordinates: pixel ``a`` (1-based, as in the paper) sits at coordinate ``a``, so ``g~ = 0`` is the
+exact image centre ``(A+1)/2`` and ``g~ = -1 / +1`` are symmetric just outside the two borders.
+
+Deviations / choices, all documented:
+
+* The row normalisation ``Z`` is computed as a softmax over pixel positions: mathematically the
+  paper's ``Z_X = sum_a exp(...)``, but it never divides 0 by 0 (ports add an epsilon, which turns
+  rows that fall off the image into zeros).
+* ``N = 1`` uses ``delta = (max(A, B) - 1) delta~`` (the stride is irrelevant for one filter).
+* ``window_init="cover"`` (default) sets the bias of the attention layer so that the first glimpse
+  tiles the whole image (stride ``max(A, B)/N``, ``sigma = stride/2``, ``gamma = 1``). The paper
+  gives no initialisation; a zero bias means ``delta~ = 1``, which for a 2 x 2 read puts the filter
+  centres on the four corner pixels with ``sigma = 1``: on MNIST they see only blank background,
+  the encoder receives no information about the digit, and training stalls with KL ~ 0 (see
+  docs/draw.md). ``window_init="zero"`` reproduces that behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+WINDOW_INITS = ("cover", "zero")
+
+
+@dataclass(frozen=True)
+class AttentionParams:
+    """Attention parameters in pixel coordinates, one value per batch element.
+
+    Shapes: every field is (B,).
+    """
+
+    gx: Tensor  # grid centre, x (column) coordinate, 1-based pixels
+    gy: Tensor  # grid centre, y (row) coordinate
+    delta: Tensor  # stride between neighbouring filter centres, pixels
+    sigma2: Tensor  # isotropic variance of every filter, pixels^2
+    gamma: Tensor  # scalar intensity
+
+    def detach(self) -> AttentionParams:
+        return AttentionParams(
+            *(t.detach() for t in (self.gx, self.gy, self.delta, self.sigma2, self.gamma))
+        )
+
+
+def attention_params(raw: Tensor, *, height: int, width: int, n: int) -> AttentionParams:
+    """Map the 5 raw outputs of ``W(h_dec)`` to attention parameters (Eqs. 21-24).
+
+    Args:
+        raw: (B, 5) as ``(g~X, g~Y, log sigma^2, log delta~, log gamma)``.
+        height: image height B (rows); width: image width A (columns); n: grid size N.
+    """
+    if raw.dim() != 2 or raw.shape[1] != 5:
+        raise ValueError(f"raw attention parameters must be (B, 5), got {tuple(raw.shape)}")
+    gx_t, gy_t, log_sigma2, log_delta_t, log_gamma = raw.unbind(dim=1)
+    gx = (width + 1) / 2 * (gx_t + 1)  # Eq. 22
+    gy = (height + 1) / 2 * (gy_t + 1)  # Eq. 23
+    delta = (max(width, height) - 1) / max(n - 1, 1) * torch.exp(log_delta_t)  # Eq. 24
+    return AttentionParams(gx, gy, delta, torch.exp(log_sigma2), torch.exp(log_gamma))
+
+
+def grid_centres(g: Tensor, delta: Tensor, n: int) -> Tensor:
+    """Filter centres along one axis (Eqs. 19-20): ``mu^i = g + (i - (N-1)/2) delta``, i=0..N-1.
+
+    Shapes: g, delta: (B,) -> (B, N)
+    """
+    offsets = torch.arange(n, dtype=g.dtype, device=g.device) - (n - 1) / 2  # (N,)
+    return g[:, None] + offsets[None, :] * delta[:, None]
+
+
+def filterbank(
+    params: AttentionParams, *, height: int, width: int, n: int
+) -> tuple[Tensor, Tensor]:
+    """The horizontal and vertical filterbanks (Eqs. 25-26), rows summing to one.
+
+    Returns:
+        (F_X, F_Y).
+
+    Shapes:
+        F_X: (B, N, width); F_Y: (B, N, height)
+    """
+
+    def bank(g: Tensor, size: int) -> Tensor:
+        mu = grid_centres(g, params.delta, n)  # (B, N)
+        pos = torch.arange(1, size + 1, dtype=mu.dtype, device=mu.device)  # (size,) 1-based pixels
+        logits = -((pos[None, None, :] - mu[:, :, None]) ** 2) / (2 * params.sigma2[:, None, None])
+        return torch.softmax(logits, dim=-1)  # (B, N, size); softmax == exp(.) / Z exactly
+
+    return bank(params.gx, width), bank(params.gy, height)
+
+
+def read_glimpse(x: Tensor, fx: Tensor, fy: Tensor, gamma: Tensor) -> Tensor:
+    """One glimpse ``gamma F_Y x F_X^T`` (Eq. 27) for every channel.
+
+    Shapes:
+        x: (B, C, H, W), fx: (B, N, W), fy: (B, N, H), gamma: (B,) -> (B, C, N, N)
+    """
+    glimpse = torch.einsum("bnh,bchw,bmw->bcnm", fy, x, fx)  # (B, C, N, N)
+    return gamma[:, None, None, None] * glimpse
+
+
+def write_patch(w: Tensor, fx: Tensor, fy: Tensor, gamma: Tensor) -> Tensor:
+    """Place a patch on the canvas: ``(1/gamma) F_Y^T w F_X`` (Eq. 29) for every channel.
+
+    Shapes:
+        w: (B, C, N, N), fx: (B, N, W), fy: (B, N, H), gamma: (B,) -> (B, C, H, W)
+    """
+    img = torch.einsum("bnh,bcnm,bmw->bchw", fy, w, fx)  # (B, C, H, W)
+    return img / gamma[:, None, None, None]
+
+
+def _init_window_bias(layer: nn.Linear, *, n: int, height: int, width: int, mode: str) -> None:
+    """Initialise the bias of the 5-output attention layer (see the module docstring)."""
+    if mode not in WINDOW_INITS:
+        raise ValueError(f"window_init must be one of {WINDOW_INITS}, got {mode!r}")
+    with torch.no_grad():
+        layer.bias.zero_()
+        if mode == "cover":
+            size = max(height, width)
+            stride = size / n  # the N filters tile the image
+            delta_t = stride * max(n - 1, 1) / (size - 1)  # invert Eq. 24
+            sigma = stride / 2
+            layer.bias[2] = math.log(sigma**2)  # log sigma^2
+            layer.bias[3] = math.log(delta_t)  # log delta~
+            # g~X = g~Y = 0 (centre) and log gamma = 0 (gamma = 1)
+
+
+class _AttentionHead(nn.Module):
+    """``W(h_dec)`` -> attention parameters and filterbanks for an N x N grid."""
+
+    def __init__(self, *, hidden_size: int, height: int, width: int, n: int, window_init: str):
+        super().__init__()
+        if n < 1:
+            raise ValueError(f"attention grid size must be >= 1, got {n}")
+        self.height, self.width, self.n = height, width, n
+        self.params_layer = nn.Linear(hidden_size, 5)  # Eq. 21
+        _init_window_bias(self.params_layer, n=n, height=height, width=width, mode=window_init)
+
+    def windows(self, h_dec: Tensor) -> tuple[AttentionParams, Tensor, Tensor]:
+        p = attention_params(
+            self.params_layer(h_dec), height=self.height, width=self.width, n=self.n
+        )
+        fx, fy = filterbank(p, height=self.height, width=self.width, n=self.n)
+        return p, fx, fy
+
+
+class AttentionReader(_AttentionHead):
+    """Read with attention: two N x N glimpses (of ``x`` and of the error image ``x_hat``).
+
+    Args:
+        hidden_size: size of ``h_dec``.
+        channels, height, width: image shape.
+        n: read grid size N.
+        window_init: "cover" (first glimpse tiles the image) or "zero" (zero bias).
+
+    Shapes:
+        x, x_hat: (B, C, H, W), h_dec: (B, hidden_size) -> r: (B, 2 C N N)
+    """
+
+    def __init__(
+        self,
+        *,
+        hidden_size: int,
+        channels: int,
+        height: int,
+        width: int,
+        n: int,
+        window_init: str = "cover",
+    ) -> None:
+        super().__init__(
+            hidden_size=hidden_size, height=height, width=width, n=n, window_init=window_init
+        )
+        self.channels = channels
+        self.out_features = 2 * channels * n * n
+
+    def forward(self, x: Tensor, x_hat: Tensor, h_dec: Tensor) -> tuple[Tensor, AttentionParams]:
+        p, fx, fy = self.windows(h_dec)
+        g1 = read_glimpse(x, fx, fy, p.gamma)  # (B, C, N, N)
+        g2 = read_glimpse(x_hat, fx, fy, p.gamma)  # (B, C, N, N)
+        return torch.cat([g1.flatten(1), g2.flatten(1)], dim=1), p  # Eq. 27: (B, 2 C N N)
+
+
+class AttentionWriter(_AttentionHead):
+    """Write with attention: an N x N patch ``w = W(h_dec)`` placed by its own window (Eq. 29).
+
+    Shapes:
+        h_dec: (B, hidden_size) -> canvas update (B, C, H, W)
+    """
+
+    def __init__(
+        self,
+        *,
+        hidden_size: int,
+        channels: int,
+        height: int,
+        width: int,
+        n: int,
+        window_init: str = "cover",
+    ) -> None:
+        super().__init__(
+            hidden_size=hidden_size, height=height, width=width, n=n, window_init=window_init
+        )
+        self.channels = channels
+        self.patch = nn.Linear(hidden_size, channels * n * n)  # Eq. 28: w_t = W(h_dec)
+
+    def forward(self, h_dec: Tensor) -> tuple[Tensor, AttentionParams]:
+        p, fx, fy = self.windows(h_dec)
+        w = self.patch(h_dec).view(-1, self.channels, self.n, self.n)  # (B, C, N, N)
+        return write_patch(w, fx, fy, p.gamma), p
+
+
+class PlainReader(nn.Module):
+    """Read without attention (Eq. 17): ``r = [x, x_hat]``, the whole image and error image.
+
+    Shapes:
+        x, x_hat: (B, C, H, W) -> (B, 2 C H W)
+    """
+
+    def __init__(self, *, channels: int, height: int, width: int) -> None:
+        super().__init__()
+        self.out_features = 2 * channels * height * width
+
+    def forward(self, x: Tensor, x_hat: Tensor, h_dec: Tensor | None = None) -> tuple[Tensor, None]:
+        return torch.cat([x.flatten(1), x_hat.flatten(1)], dim=1), None
+
+
+class PlainWriter(nn.Module):
+    """Write without attention (Eq. 18): ``write(h_dec) = W(h_dec)``, the whole canvas at once.
+
+    Shapes:
+        h_dec: (B, hidden_size) -> (B, C, H, W)
+    """
+
+    def __init__(self, *, hidden_size: int, channels: int, height: int, width: int) -> None:
+        super().__init__()
+        self.shape = (channels, height, width)
+        self.linear = nn.Linear(hidden_size, channels * height * width)
+
+    def forward(self, h_dec: Tensor) -> tuple[Tensor, None]:
+        return self.linear(h_dec).view(-1, *self.shape), None
