@@ -1,0 +1,583 @@
+"""Path-SGD: path-normalized optimization of feed-forward ReLU networks.
+
+Neyshabur, Salakhutdinov and Srebro, "Path-SGD: Path-Normalized Optimization in Deep Neural
+Networks", NeurIPS 2015 (arXiv:1506.02617). Official code: github.com/bneyshabur/path-sgd.
+
+A ReLU network computes the same function after a node-wise rescaling (incoming weights of a hidden
+unit times c > 0, outgoing weights divided by c), but SGD's trajectory depends on the scaling.
+Path-SGD is the approximate steepest descent with respect to the path regulariser
+
+    pi_p(w) = (sum over input->output paths P of prod_{e in P} |w_e|^p)^(1/p)       (path norm)
+
+and its update divides each coordinate of the gradient by
+
+    gamma_p(w, e) = (sum over paths P through e of prod_{e' in P, e' != e} |w_e'|^p)^(2/p)
+    w_e <- w_e - lr * (dL/dw_e) / gamma_p(w, e)                          (the Path-SGD update)
+
+For an edge u -> v the inner sum factorises as gamma_in(u) * gamma_out(v): gamma_in(u) is the
+value of u in a copy of the network with weights |w|^p fed an all-ones input, and gamma_out(v) is
+the derivative of the sum of that copy's outputs with respect to v's pre-activation. One forward
+and one backward pass of a single all-ones example therefore give every gamma; the cost does not
+depend on the batch size (Section 5 of the paper).
+
+Implementation notes and deviations:
+
+* Biases are edges from a constant-1 input: their |b|^p enter the forward pass and a bias'
+  gamma is gamma_out(v) alone. With biases the update stays exactly invariant to node-wise
+  rescaling (incoming weights *and* bias of the unit are multiplied by c).
+* The backward pass differentiates ``sum(out)`` of the |w|^p network, which is pi_p(w)^p. The
+  official code back-propagates ``||out||^2`` instead, which weights each output's paths by that
+  output's own path sum; that is not gamma_p.
+* The official code also rescales every update by a constant fixed at the first step (ratio of
+  gradient norms) and uses momentum 0.9; neither is in the paper. Here the update is exactly
+  the Path-SGD update; ``momentum`` and ``weight_decay`` are optional extras (both 0 by default).
+* Convolutions share weights across positions, so a convolution weight's gamma is the sum of the
+  gammas of its copies (the derivative of pi_p^p with respect to |w|^p), computed as the weight
+  gradient of the |w|^p network. Max pooling is applied as is in the |w|^p network (each window
+  keeps the path with the largest gamma_in); this keeps the per-channel rescaling invariance but
+  makes pi_p a max-path quantity for such nets. Average pooling is linear and exact.
+* Only plain chains are supported: the model's leaf modules, applied in registration order, must
+  compute the model's forward (checked once on a random probe). Residual additions, functional
+  activations in ``forward``, normalisation layers and non-ReLU activations are rejected with an
+  error naming the layer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+log = logging.getLogger(__name__)
+
+_PARAM_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.Conv2d)
+# Identity on the non-negative signals of the |w|^p network (ReLU(x) = x for x >= 0; dropout is
+# off when computing gamma, as in evaluation).
+_PASS_THROUGH: tuple[type[nn.Module], ...] = (
+    nn.ReLU,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Identity,
+)
+# Applied as they are: they commute with positive per-channel scaling.
+_STRUCTURAL: tuple[type[nn.Module], ...] = (
+    nn.Flatten,
+    nn.Unflatten,
+    nn.MaxPool2d,
+    nn.AvgPool2d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveMaxPool2d,
+)
+_NORMS: tuple[type[nn.Module], ...] = (
+    nn.modules.batchnorm._BatchNorm,
+    nn.GroupNorm,
+    nn.LayerNorm,
+    nn.modules.instancenorm._InstanceNorm,
+    nn.LocalResponseNorm,
+)
+_NON_RELU: tuple[type[nn.Module], ...] = (
+    nn.ELU,
+    nn.SELU,
+    nn.CELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Mish,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.Softplus,
+    nn.LeakyReLU,
+    nn.PReLU,
+    nn.RReLU,
+    nn.ReLU6,
+    nn.Hardtanh,
+    nn.Hardswish,
+    nn.Hardsigmoid,
+    nn.Softmax,
+    nn.LogSoftmax,
+)
+
+
+class UnsupportedLayerError(TypeError):
+    """The network contains a layer Path-SGD cannot handle; the message names it."""
+
+
+@dataclass(frozen=True)
+class _Layer:
+    name: str  # qualified module name in the model ("" for the model itself)
+    module: nn.Module
+
+
+def _display(name: str, module: nn.Module) -> str:
+    return f"'{name}' ({type(module).__name__})" if name else f"({type(module).__name__})"
+
+
+def _chain(model: nn.Module) -> list[_Layer]:
+    """The leaf modules of ``model`` in registration order, each checked to be supported."""
+    leaves = [
+        _Layer(name, m) for name, m in model.named_modules() if next(m.children(), None) is None
+    ]
+    for layer in leaves:
+        m, where = layer.module, _display(layer.name, layer.module)
+        if isinstance(m, _PARAM_LAYERS + _PASS_THROUGH + _STRUCTURAL):
+            if isinstance(m, nn.Conv2d) and m.padding_mode != "zeros":
+                raise UnsupportedLayerError(
+                    f"Path-SGD: layer {where} uses padding_mode={m.padding_mode!r}; "
+                    "only zero padding is supported"
+                )
+            continue
+        if isinstance(m, _NORMS):
+            raise UnsupportedLayerError(
+                f"Path-SGD: layer {where} is a normalisation layer; path-normalisation is defined "
+                "for plain ReLU networks of Linear/Conv2d layers (remove the normalisation)"
+            )
+        if isinstance(m, _NON_RELU):
+            raise UnsupportedLayerError(
+                f"Path-SGD: layer {where} is not a ReLU; the rescaling invariance Path-SGD relies "
+                "on needs positively homogeneous ReLU activations"
+            )
+        raise UnsupportedLayerError(
+            f"Path-SGD: layer {where} is not supported; supported layers are Linear, Conv2d, ReLU, "
+            "Dropout, Identity, Flatten and 2-D max/average pooling in a plain feed-forward chain"
+        )
+    if not any(isinstance(layer.module, _PARAM_LAYERS) for layer in leaves):
+        raise UnsupportedLayerError("Path-SGD: the model has no Linear or Conv2d layer")
+    own = {id(p) for layer in leaves for p in layer.module.parameters(recurse=False)}
+    stray = [n for n, p in model.named_parameters() if id(p) not in own]
+    if stray:
+        raise UnsupportedLayerError(
+            f"Path-SGD: parameters {stray} do not belong to a Linear or Conv2d layer"
+        )
+    return leaves
+
+
+def _run_chain(chain: Sequence[_Layer], x: Tensor) -> Tensor:
+    for layer in chain:
+        x = layer.module(x)
+    return x
+
+
+def _default_input_shape(chain: Sequence[_Layer]) -> tuple[int, ...] | None:
+    """(in_features,) when the first weighted layer is a Linear preceded only by shape-free ops."""
+    for layer in chain:
+        m = layer.module
+        if isinstance(m, nn.Linear):
+            return (m.in_features,)
+        if not isinstance(m, _PASS_THROUGH + (nn.Flatten,)):
+            return None
+    return None
+
+
+def _check_is_chain(model: nn.Module, chain: Sequence[_Layer], input_shape: Sequence[int]) -> None:
+    """Raise if ``model``'s forward differs from applying its leaves in order (e.g. residuals)."""
+    p = next(model.parameters())
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand((2, *input_shape), generator=g).to(device=p.device, dtype=p.dtype)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            ref = model(x)
+            got = _run_chain(chain, x)
+    finally:
+        model.train(was_training)
+    if (
+        not isinstance(ref, Tensor)
+        or ref.shape != got.shape
+        or not torch.allclose(ref, got, rtol=1e-4, atol=1e-5 * float(ref.abs().max()) + 1e-12)
+    ):
+        raise UnsupportedLayerError(
+            f"Path-SGD: {type(model).__name__}.forward is not the plain chain of its layers "
+            f"({', '.join(_display(c.name, c.module) for c in chain)}); residual connections, "
+            "functional activations or reused layers are not supported"
+        )
+
+
+def _powered(t: Tensor, p: float) -> Tensor:
+    t = t.detach()
+    return t * t if p == 2 else t.abs().pow(p)
+
+
+def _path_forward(
+    chain: Sequence[_Layer], input_shape: Sequence[int], p: float, *, bias: bool, track: bool
+) -> tuple[Tensor, list[tuple[nn.Module, Tensor, Tensor]]]:
+    """Feed a single all-ones example through the network with weights |w|^p.
+
+    Returns:
+        the output (1, ...) and, per weighted layer, (module, gamma_in, z) where gamma_in is the
+        layer's input and z its output in the |w|^p network; with ``track`` the graph from the
+        first layer's output onwards is kept so that d sum(out) / dz gives gamma_out.
+    """
+    first = next(c.module for c in chain if isinstance(c.module, _PARAM_LAYERS))
+    w = first.weight
+    x = torch.ones((1, *input_shape), device=w.device, dtype=w.dtype)
+    records: list[tuple[nn.Module, Tensor, Tensor]] = []
+    for layer in chain:
+        m = layer.module
+        if isinstance(m, _PASS_THROUGH):
+            continue
+        if not isinstance(m, _PARAM_LAYERS):
+            x = m(x)
+            continue
+        wp = _powered(m.weight, p)
+        bp = _powered(m.bias, p) if (bias and m.bias is not None) else None
+        if isinstance(m, nn.Linear):
+            z = F.linear(x, wp, bp)
+        else:
+            z = F.conv2d(x, wp, bp, m.stride, m.padding, m.dilation, m.groups)  # type: ignore[arg-type]
+        if track and not records:
+            z = z.detach().requires_grad_(True)  # the graph starts at the first layer's output
+        records.append((m, x.detach(), z))
+        x = z
+    return x, records
+
+
+def _layer_gammas(m: nn.Module, gin: Tensor, gout: Tensor) -> tuple[Tensor, Tensor | None]:
+    """sum over paths through each weight (bias) of the product of the other |w|^p.
+
+    Shapes:
+        Linear: gin (1, ..., in), gout (1, ..., out) -> weight (out, in), bias (out,)
+        Conv2d: gin (1, C, H, W), gout (1, O, H', W') -> weight (O, C/groups, kh, kw), bias (O,)
+    """
+    if isinstance(m, nn.Linear):
+        go = gout.reshape(-1, m.out_features)  # (positions, out)
+        gi = gin.reshape(-1, m.in_features)  # (positions, in)
+        # gamma(u -> v) = sum over positions of gamma_out(v) * gamma_in(u): an outer product.
+        gw = go.t() @ gi  # (out, in)
+        gb = go.sum(0) if m.bias is not None else None
+        return gw, gb
+    assert isinstance(m, nn.Conv2d)
+    gw = torch.nn.grad.conv2d_weight(
+        gin, m.weight.shape, gout, m.stride, m.padding, m.dilation, m.groups
+    )
+    gb = gout.sum((0, 2, 3)) if m.bias is not None else None
+    return gw, gb
+
+
+def _gamma_factors(
+    chain: Sequence[_Layer], input_shape: Sequence[int], p: float
+) -> list[tuple[nn.Module, Tensor, Tensor]]:
+    """(module, gamma_in, gamma_out) of every weighted layer (before the 2/p power)."""
+    with torch.enable_grad():
+        out, records = _path_forward(chain, input_shape, p, bias=True, track=True)
+        zs = [z for _, _, z in records]
+        gouts = torch.autograd.grad(out.sum(), zs)  # d pi_p^p / dz: the gamma_out's
+    return [(m, gin, go.detach()) for (m, gin, _), go in zip(records, gouts, strict=True)]
+
+
+def _resolve_input_shape(
+    model: nn.Module, chain: Sequence[_Layer], input_shape: Sequence[int] | None
+) -> tuple[int, ...]:
+    shape = tuple(input_shape) if input_shape is not None else _default_input_shape(chain)
+    if shape is None:
+        raise ValueError(
+            f"the input shape of {type(model).__name__} cannot be inferred (its first weighted "
+            "layer is a convolution); pass input_shape=(C, H, W)"
+        )
+    return tuple(int(s) for s in shape)
+
+
+def path_scaling(
+    model: nn.Module, *, p: float = 2.0, input_shape: Sequence[int] | None = None
+) -> dict[str, Tensor]:
+    """gamma_p(w, e) (module docstring) for every parameter of a feed-forward ReLU network.
+
+    Args:
+        model: a plain chain of Linear/Conv2d layers with ReLU, dropout, flatten and pooling.
+        p: the path-norm exponent (the paper's experiments use 2).
+        input_shape: shape of one input example without the batch dimension; inferred when the
+            first weighted layer is a Linear.
+
+    Returns:
+        parameter name -> tensor of the parameter's shape (biases: gamma_out alone).
+    """
+    chain = _chain(model)
+    shape = _resolve_input_shape(model, chain, input_shape)
+    names = {id(prm): n for n, prm in model.named_parameters()}
+    result: dict[str, Tensor] = {}
+    for m, gin, gout in _gamma_factors(chain, shape, p):
+        gw, gb = _layer_gammas(m, gin, gout)
+        result[names[id(m.weight)]] = gw.pow(2.0 / p) if p != 2 else gw
+        if gb is not None:
+            result[names[id(m.bias)]] = gb.pow(2.0 / p) if p != 2 else gb
+    return result
+
+
+@torch.no_grad()
+def path_norm(
+    model: nn.Module,
+    p: float = 2.0,
+    *,
+    input_shape: Sequence[int] | None = None,
+    bias: bool = True,
+) -> float:
+    """The path norm pi_p(w) = (sum over input->output paths of prod |w_e|^p)^(1/p) (module docstring).
+
+    Computed as (sum of the outputs of the |w|^p network on an all-ones input)^(1/p).
+
+    Args:
+        model: a plain chain of Linear/Conv2d layers with ReLU, dropout, flatten and pooling.
+        p: the exponent (>= 1 for a norm; any p > 0 is accepted).
+        input_shape: one example's shape; inferred when the first weighted layer is a Linear.
+        bias: count paths that start at a bias (an edge from a constant-1 unit).
+    """
+    if not p > 0:
+        raise ValueError(f"p must be positive, got {p}")
+    chain = _chain(model)
+    shape = _resolve_input_shape(model, chain, input_shape)
+    out, _ = _path_forward(chain, shape, p, bias=bias, track=False)
+    return float(out.sum()) ** (1.0 / p)
+
+
+class PathSGD(torch.optim.Optimizer):
+    """Path-SGD: SGD with each gradient coordinate divided by gamma_p(w, e).
+
+    Args:
+        params_or_model: the model (all its trainable parameters are optimised), or an iterable
+            of parameters / param groups, in which case ``model`` must be given.
+        lr: the step size.
+        model: the network the parameters belong to (needed to compute gamma).
+        p: path-norm exponent (2 in the paper's experiments).
+        momentum: heavy-ball momentum on the path-normalised gradient (0: the paper's update).
+        weight_decay: L2 coefficient added to the gradient before normalisation.
+        input_shape: one example's shape (C, H, W) or (features,); inferred when the first
+            weighted layer is a Linear, otherwise recorded from the model's first forward call.
+        eps: lower bound on gamma (only reached by units whose weights are all exactly zero).
+
+    The model must be a plain chain of Linear/Conv2d layers with ReLU, dropout, flatten and
+    pooling in between; anything else raises ``UnsupportedLayerError`` naming the layer.
+    """
+
+    def __init__(
+        self,
+        params_or_model: nn.Module | Iterable[Tensor] | Iterable[dict[str, Any]],
+        lr: float,
+        *,
+        model: nn.Module | None = None,
+        p: float = 2.0,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        input_shape: Sequence[int] | None = None,
+        eps: float | None = None,
+    ) -> None:
+        if isinstance(params_or_model, nn.Module):
+            if model is not None and model is not params_or_model:
+                raise ValueError("pass the model either positionally or as model=, not both")
+            model = params_or_model
+            params: Any = [q for q in model.parameters() if q.requires_grad]
+        else:
+            if model is None:
+                raise TypeError(
+                    "PathSGD needs the network's structure: pass the model itself, "
+                    "or model=... together with its parameters"
+                )
+            params = params_or_model
+        if not lr >= 0:
+            raise ValueError(f"invalid learning rate {lr}")
+        if not p > 0:
+            raise ValueError(f"p must be positive, got {p}")
+        if momentum < 0 or weight_decay < 0:
+            raise ValueError("momentum and weight_decay must be non-negative")
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+        self._model = model
+        self._chain = _chain(model)
+        self._p = float(p)
+        self._eps = eps
+        owners = {id(q) for c in self._chain for q in c.module.parameters(recurse=False)}
+        for group in self.param_groups:
+            for q in group["params"]:
+                if id(q) not in owners:
+                    raise ValueError("PathSGD got a parameter that does not belong to the model")
+        self._input_shape: tuple[int, ...] | None = None
+        self._verified = False
+        self._hook: Any = None
+        shape = tuple(input_shape) if input_shape is not None else _default_input_shape(self._chain)
+        if shape is not None:
+            self._set_input_shape(shape)
+        else:
+            self._hook = model.register_forward_pre_hook(self._record_input_shape)
+
+    # -- structure ----------------------------------------------------------------------------
+    def _set_input_shape(self, shape: Sequence[int]) -> None:
+        self._input_shape = tuple(int(s) for s in shape)
+
+    def _record_input_shape(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if args and isinstance(args[0], Tensor) and args[0].dim() >= 2:
+            self._set_input_shape(args[0].shape[1:])
+            if self._hook is not None:
+                self._hook.remove()
+                self._hook = None
+
+    def _ensure_ready(self) -> tuple[int, ...]:
+        if self._input_shape is None:
+            raise RuntimeError(
+                "PathSGD does not know the input shape yet: run a forward pass before step() "
+                "or pass input_shape=(C, H, W)"
+            )
+        if not self._verified:
+            _check_is_chain(self._model, self._chain, self._input_shape)
+            self._verified = True
+        return self._input_shape
+
+    def scaling(self) -> dict[Tensor, Tensor]:
+        """gamma_p(w, e) for every parameter of the model at the current weights."""
+        shape = self._ensure_ready()
+        out: dict[Tensor, Tensor] = {}
+        for m, gin, gout in _gamma_factors(self._chain, shape, self._p):
+            gw, gb = _layer_gammas(m, gin, gout)
+            out[m.weight] = self._finish(gw)
+            if gb is not None:
+                out[m.bias] = self._finish(gb)
+        return out
+
+    def _finish(self, gamma: Tensor) -> Tensor:
+        if self._p != 2:
+            gamma = gamma.pow_(2.0 / self._p)
+        eps = self._eps if self._eps is not None else torch.finfo(gamma.dtype).tiny
+        return gamma.clamp_min_(eps)
+
+    # -- the update ---------------------------------------------------------------------------
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        shape = self._ensure_ready()
+        # One all-ones example through the |w|^p network: gamma_in / gamma_out of every layer.
+        factors = _gamma_factors(self._chain, shape, self._p)
+        groups = {id(q): g for g in self.param_groups for q in g["params"]}
+        for m, gin, gout in factors:
+            todo = [(q, kind) for q, kind in ((m.weight, "w"), (m.bias, "b")) if q is not None]
+            if not any(id(q) in groups and q.grad is not None for q, _ in todo):
+                continue
+            gw, gb = _layer_gammas(m, gin, gout)  # one layer at a time: at most its own shape
+            for q, kind in todo:
+                group = groups.get(id(q))
+                if group is None or q.grad is None:
+                    continue
+                gamma = self._finish(gw if kind == "w" else gb)  # type: ignore[arg-type]
+                self._update(q, q.grad, gamma, group)
+            del gw, gb
+        return loss
+
+    def _update(self, q: Tensor, grad: Tensor, gamma: Tensor, group: dict[str, Any]) -> None:
+        lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
+        if grad.is_sparse:
+            raise RuntimeError("PathSGD does not support sparse gradients")
+        if wd:
+            grad = grad.add(q, alpha=wd)
+        if not mom:
+            q.addcdiv_(
+                grad, gamma, value=-lr
+            )  # Path-SGD update: w <- w - lr * grad / gamma_p(w, e)
+            return
+        state = self.state[q]
+        step_dir = grad.div(gamma)
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            state["momentum_buffer"] = buf = step_dir
+        else:
+            buf.mul_(mom).add_(step_dir)
+        q.add_(buf, alpha=-lr)
+
+
+# -- initialisation ---------------------------------------------------------------------------
+
+
+def _weighted_layers(model: nn.Module) -> list[nn.Module]:
+    """The Linear/Conv2d layers of a supported chain, in order."""
+    return [c.module for c in _chain(model) if isinstance(c.module, _PARAM_LAYERS)]
+
+
+def _units(m: nn.Module) -> int:
+    return m.out_features if isinstance(m, nn.Linear) else m.out_channels  # type: ignore[return-value]
+
+
+@torch.no_grad()
+def rescale_units_(model: nn.Module, layer: int, scale: Tensor) -> None:
+    """Node-wise rescaling: unit j of weighted layer ``layer`` gets its incoming weights and bias
+    multiplied by ``scale[j]`` and its outgoing weights divided by it. A ReLU network computes
+    the same function afterwards.
+
+    Args:
+        model: a plain ReLU chain (see ``PathSGD``).
+        layer: index of a hidden weighted layer (0-based, not the last one).
+        scale: (units,) positive factors; units are a Linear's outputs or a Conv2d's channels.
+    """
+    layers = _weighted_layers(model)
+    if not 0 <= layer < len(layers) - 1:
+        raise ValueError(f"layer must index a hidden weighted layer in [0, {len(layers) - 1})")
+    m, nxt = layers[layer], layers[layer + 1]
+    units = _units(m)
+    if scale.shape != (units,) or not bool((scale > 0).all()):
+        raise ValueError(f"scale must be ({units},) positive factors, got {tuple(scale.shape)}")
+    if isinstance(nxt, nn.Conv2d) and nxt.groups != 1:
+        raise ValueError("rescale_units_ supports only groups=1 convolutions after the layer")
+    s = scale.to(m.weight)
+    m.weight.mul_(s.view(-1, *([1] * (m.weight.dim() - 1))))  # incoming x c
+    if m.bias is not None:
+        m.bias.mul_(s)
+    w = nxt.weight
+    if w.shape[1] == units:  # Linear -> Linear, Conv2d -> Conv2d: outgoing / c
+        w.div_(s.view(1, -1, *([1] * (w.dim() - 2))))
+    elif isinstance(m, nn.Conv2d) and isinstance(nxt, nn.Linear) and w.shape[1] % units == 0:
+        # Conv2d -> (pooling) -> Flatten -> Linear: each channel owns a block of features.
+        w.view(w.shape[0], units, -1).div_(s.view(1, -1, 1))  # (out, C, HW) / c
+    else:
+        raise ValueError(f"cannot map the {units} units of layer {layer} onto the next layer")
+
+
+@torch.no_grad()
+def balanced_init_(model: nn.Module, *, generator: torch.Generator | None = None) -> None:
+    """Weights ~ N(0, 1/fan_in), biases 0 (every unit's incoming weights have similar norms)."""
+    for m in _weighted_layers(model):
+        fan_in = m.weight[0].numel()
+        w = torch.randn(m.weight.shape, generator=generator) / fan_in**0.5
+        m.weight.copy_(w)
+        if m.bias is not None:
+            m.bias.zero_()
+
+
+@torch.no_grad()
+def unbalanced_init_(
+    model: nn.Module,
+    *,
+    c: float = 10.0,
+    fraction: float = 0.5,
+    generator: torch.Generator | None = None,
+) -> dict[int, Tensor]:
+    """The paper's unbalanced initialisation: in every hidden layer a random ``fraction`` of the
+    units is rescaled by ``c`` (incoming x c, outgoing / c). Apply after a balanced init.
+
+    Returns:
+        hidden layer index -> boolean mask of the rescaled units.
+    """
+    if not c > 0 or not 0 <= fraction <= 1:
+        raise ValueError(f"need c > 0 and 0 <= fraction <= 1, got c={c}, fraction={fraction}")
+    masks: dict[int, Tensor] = {}
+    layers = _weighted_layers(model)
+    for i in range(len(layers) - 1):
+        units = _units(layers[i])
+        chosen = torch.randperm(units, generator=generator)[: round(fraction * units)]
+        mask = torch.zeros(units, dtype=torch.bool)
+        mask[chosen] = True
+        rescale_units_(model, i, torch.where(mask, c, 1.0).to(torch.float64))
+        masks[i] = mask
+    return masks
+
+
+__all__ = [
+    "PathSGD",
+    "UnsupportedLayerError",
+    "balanced_init_",
+    "path_norm",
+    "path_scaling",
+    "rescale_units_",
+    "unbalanced_init_",
+]
