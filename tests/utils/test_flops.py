@@ -1,0 +1,51 @@
+"""count_macs: hand-computed counts for each supported layer type."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from paperzoo.utils import count_macs
+
+
+def test_conv_linear_and_grouped_conv() -> None:
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),  # 8*8*8 outputs x 3*9 = 13,824
+        nn.ReLU(),
+        nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=4),  # 8*4*4 x 2*9 = 2,304
+        nn.Flatten(),
+        nn.Linear(128, 10),  # 1,280
+    )
+    per: dict[str, int] = {}
+    assert count_macs(model, (1, 3, 8, 8), per_module=per) == 13_824 + 2_304 + 1_280
+    assert per == {"0": 13_824, "2": 2_304, "4": 1_280}
+    assert count_macs(model, torch.zeros(5, 3, 8, 8)) == 5 * (13_824 + 2_304 + 1_280)
+
+
+def test_transposed_conv_and_reused_module() -> None:
+    up = nn.ConvTranspose2d(4, 2, 2, stride=2)  # each of 4*3*3 inputs -> 2*4 outputs = 288
+
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.fc(x))
+
+    assert count_macs(up, (1, 4, 3, 3)) == 288
+    assert count_macs(Twice(), (2, 6)) == 2 * 2 * 36
+
+
+def test_mode_restored_and_extra_rules() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train()
+    bn_rule = {nn.BatchNorm1d: lambda m, i, o: o.numel()}
+    assert count_macs(model, (3, 4), extra=bn_rule) == 3 * 16 + 12
+    assert model.training
+    assert model[1].num_batches_tracked.item() == 0  # eval mode: statistics untouched
+
+
+def test_meta_device_needs_no_compute() -> None:
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3), nn.Flatten())
+    assert count_macs(model, (1, 3, 224, 224)) == 64 * 112 * 112 * 3 * 49
