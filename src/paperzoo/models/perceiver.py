@@ -1,0 +1,294 @@
+"""Perceiver (Jaegle, Gimeno, Brock, Zisserman, Vinyals, Carreira, 2021, "Perceiver: General
+Perception with Iterative Attention", arXiv:2103.03206).
+
+A learned latent array (N x D) cross-attends to the input byte array (M x C, M large; every input
+element carries its position features), then a latent Transformer refines the latents; this is
+repeated ``num_cross_attends`` times (Fig. 1). Cost per repeat: O(M N) for the cross-attend and
+O(L N^2) for an L-block latent Transformer, instead of O(M^2) for a Transformer on the inputs.
+Classification: average the latents over the index dimension, then a linear layer (Sec. 2.2).
+
+Weight sharing (Sec. 2.2): with ``share_weights=True`` the first cross-attend has its own weights,
+cross-attends 2..R share one set, and one latent Transformer is shared by all R repeats, as in the
+paper's ImageNet model. With that sharing the ImageNet configuration below has 44.9M parameters;
+unshared it has 326M: the paper's two numbers (Tab. 7 / Sec. 4.1), matched exactly, which is how we
+checked that the cross-attention's query/key/value width equals the input width (261 channels,
+one head) and that both MLPs have widening factor 1, as in the official code's defaults.
+
+Inputs of any modality: ``(B, M, C)`` (a set or a flattened array) or ``(B, *index_dims, C)`` (an
+image (B, H, W, C), a video (B, T, H, W, C), ...). Positions: fixed Fourier features of the grid
+coordinates (``position="fourier"``), a learned embedding per input index (``"learned"``) or
+none; callers may pass their own coordinates (``coords=``, e.g. xyz of a point cloud) or position
+features (``pos=``, e.g. jointly permuted with the inputs).
+
+Deviations from the paper: PyTorch's default linear initialisation; a LayerNorm before the
+classifier (standard for pre-LN stacks; 2D parameters); the latent array is initialised with a
+truncated normal of std 0.02 as in the official code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+from torch import Tensor, nn
+
+from paperzoo.models.registry import MODELS
+from paperzoo.nn.attention import CrossAttentionBlock, LatentTransformer
+from paperzoo.nn.fourier import FourierPositionEncoding, fourier_channels, fourier_features
+
+POSITIONS = ("fourier", "learned", "none")
+
+
+@dataclass(frozen=True)
+class PerceiverConfig:
+    input_channels: int = 3  # C, channels of each input element before position features
+    index_dims: tuple[int, ...] | None = (224, 224)  # input grid (None: an unstructured set)
+    num_classes: int = 1000  # classifier outputs
+    num_latents: int = 512  # N, rows of the latent array
+    latent_dim: int = 1024  # D, channels of the latent array
+    num_cross_attends: int = 8  # R, repeats of (cross-attend, latent Transformer)
+    self_attends_per_block: int = 6  # L, self-attention blocks per latent Transformer
+    cross_heads: int = 1  # heads of the cross-attention (paper: 1)
+    self_heads: int = 8  # heads of the latent self-attention (paper: 8)
+    cross_qk_channels: int | None = None  # cross-attention q/k/v width (None: input width)
+    cross_widening: int = 1  # MLP widening factor after the cross-attention
+    self_widening: int = 1  # MLP widening factor in the latent Transformer
+    dropout: float = 0.0  # dropout after attention and MLPs
+    attn_dropout: float = 0.0  # dropout on attention probabilities
+    position: str = "fourier"  # "fourier" | "learned" | "none"
+    num_bands: int = 64  # K, Fourier bands per axis (ImageNet: 64)
+    max_resolution: tuple[float, ...] | None = None  # mu per axis (None: index_dims; ImageNet 224)
+    learned_pos_dim: int = 256  # channels of a learned position embedding
+    share_weights: bool = True  # the paper's sharing (see the module docstring); False: none
+
+    def __post_init__(self) -> None:
+        if self.position not in POSITIONS:
+            raise ValueError(f"position must be one of {POSITIONS}, got {self.position!r}")
+        if self.num_cross_attends < 1:
+            raise ValueError(f"num_cross_attends must be >= 1, got {self.num_cross_attends}")
+        if self.position == "learned" and self.index_dims is None:
+            raise ValueError("learned positions need index_dims (one embedding per input index)")
+        if self.position == "fourier" and self.index_dims is None and self.max_resolution is None:
+            raise ValueError("Fourier positions of a set need max_resolution (one mu per axis)")
+
+    @property
+    def num_axes(self) -> int:
+        res = self.max_resolution if self.max_resolution is not None else self.index_dims
+        return len(res or ())
+
+    @property
+    def pos_channels(self) -> int:
+        if self.position == "fourier":
+            return fourier_channels(self.num_axes, self.num_bands)
+        return self.learned_pos_dim if self.position == "learned" else 0
+
+    @property
+    def input_dim(self) -> int:
+        """Channels of the byte array the latents attend to: inputs plus position features."""
+        return self.input_channels + self.pos_channels
+
+
+class Perceiver(nn.Module):
+    """The Perceiver classifier.
+
+    Args:
+        config: the architecture (see ``PerceiverConfig``).
+
+    Shapes:
+        x: (B, M, C) or (B, *index_dims, C) -> logits (B, num_classes)
+        coords: optional coordinates in [-1, 1] for Fourier features, (M, d) or (B, M, d)
+        pos: optional position features replacing the model's own, (M, P) or (B, M, P)
+    """
+
+    def __init__(self, *, config: PerceiverConfig) -> None:
+        super().__init__()
+        cfg = self.config = config
+        self.fourier: FourierPositionEncoding | None = None
+        self.pos_embedding: nn.Parameter | None = None
+        if cfg.position == "fourier" and cfg.index_dims is not None:
+            self.fourier = FourierPositionEncoding(
+                index_dims=cfg.index_dims,
+                num_bands=cfg.num_bands,
+                max_resolution=cfg.max_resolution,
+            )
+        elif cfg.position == "learned":
+            assert cfg.index_dims is not None
+            m = 1
+            for n in cfg.index_dims:
+                m *= n
+            self.pos_embedding = nn.Parameter(torch.empty(m, cfg.learned_pos_dim))
+            nn.init.trunc_normal_(self.pos_embedding, std=0.02, a=-0.04, b=0.04)
+
+        # The latent array, truncated normal with std 0.02 (official code).
+        self.latents = nn.Parameter(torch.empty(cfg.num_latents, cfg.latent_dim))
+        nn.init.trunc_normal_(self.latents, std=0.02, a=-0.04, b=0.04)
+
+        r = cfg.num_cross_attends
+        # Repeat i uses cross_attends[cross_index[i]] and latent_transformers[latent_index[i]].
+        if cfg.share_weights:
+            self.cross_index = [0] + [1] * (r - 1)
+            self.latent_index = [0] * r
+        else:
+            self.cross_index = list(range(r))
+            self.latent_index = list(range(r))
+        self.cross_attends = nn.ModuleList(
+            CrossAttentionBlock(
+                latent_dim=cfg.latent_dim,
+                input_dim=cfg.input_dim,
+                num_heads=cfg.cross_heads,
+                qk_channels=cfg.cross_qk_channels,
+                widening_factor=cfg.cross_widening,
+                dropout=cfg.dropout,
+                attn_dropout=cfg.attn_dropout,
+            )
+            for _ in range(max(self.cross_index) + 1)
+        )
+        self.latent_transformers = nn.ModuleList(
+            LatentTransformer(
+                dim=cfg.latent_dim,
+                depth=cfg.self_attends_per_block,
+                num_heads=cfg.self_heads,
+                widening_factor=cfg.self_widening,
+                dropout=cfg.dropout,
+                attn_dropout=cfg.attn_dropout,
+            )
+            for _ in range(max(self.latent_index) + 1)
+        )
+        self.norm = nn.LayerNorm(cfg.latent_dim)
+        self.head = nn.Linear(cfg.latent_dim, cfg.num_classes)
+
+    def repeats(self) -> list[tuple[CrossAttentionBlock, LatentTransformer]]:
+        """The (cross-attend, latent Transformer) modules applied at each repeat, in order."""
+        return [
+            (self.cross_attends[c], self.latent_transformers[t])  # type: ignore[misc]
+            for c, t in zip(self.cross_index, self.latent_index, strict=True)
+        ]
+
+    def position_features(self, coords: Tensor | None = None) -> Tensor | None:
+        """The position features of every input index, or of the given coordinates.
+
+        Shapes:
+            coords: (..., M, d) -> (..., M, pos_channels); None -> (prod(index_dims), pos_channels)
+        """
+        cfg = self.config
+        if coords is not None:
+            if cfg.position != "fourier":
+                raise ValueError("coords are turned into Fourier features: need position='fourier'")
+            res = cfg.max_resolution or cfg.index_dims
+            assert res is not None
+            return fourier_features(coords, num_bands=cfg.num_bands, max_resolution=res)
+        if self.fourier is not None:
+            return self.fourier()
+        if self.pos_embedding is not None:
+            return self.pos_embedding
+        if cfg.position == "fourier":
+            raise ValueError("this Perceiver has no input grid: pass coords= (B, M, d)")
+        return None
+
+    def byte_array(
+        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+    ) -> Tensor:
+        """Inputs flattened to (B, M, C) with their position features concatenated.
+
+        Shapes:
+            x: (B, M, C) or (B, *index_dims, C) -> (B, M, input_dim)
+        """
+        cfg = self.config
+        if x.dim() < 3:
+            raise ValueError(f"Perceiver expects (B, M, C) or (B, *axes, C), got {tuple(x.shape)}")
+        if x.shape[-1] != cfg.input_channels:
+            raise ValueError(
+                f"Perceiver expects {cfg.input_channels} input channels (last axis), "
+                f"got shape {tuple(x.shape)}"
+            )
+        x = x.flatten(1, -2)  # (B, M, C)
+        b, m, _ = x.shape
+        if pos is None:
+            pos = self.position_features(coords)
+        if pos is None:
+            return x
+        if pos.shape[-2] != m:
+            raise ValueError(f"{m} inputs but {pos.shape[-2]} position rows")
+        pos = pos.to(x.dtype).expand(b, m, pos.shape[-1])  # (B, M, P)
+        return torch.cat([x, pos], dim=-1)  # (B, M, C + P)
+
+    def encode(
+        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+    ) -> Tensor:
+        """The final latent array.
+
+        Shapes:
+            x: (B, M, C) or (B, *index_dims, C) -> (B, N, D)
+        """
+        inputs = self.byte_array(x, coords=coords, pos=pos)  # (B, M, C')
+        z = self.latents.expand(inputs.shape[0], -1, -1)  # (B, N, D)
+        for cross, latent in self.repeats():
+            z = latent(cross(z, inputs))
+        return z
+
+    def forward(
+        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+    ) -> Tensor:
+        z = self.encode(x, coords=coords, pos=pos)
+        return self.head(self.norm(z.mean(dim=1)))  # average over latents -> (B, num_classes)
+
+    @torch.no_grad()
+    def first_cross_attention(
+        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+    ) -> Tensor:
+        """Attention of each latent over the inputs in the first cross-attend.
+
+        Shapes:
+            x: (B, M, C) or (B, *index_dims, C) -> (B, cross_heads, N, M)
+        """
+        inputs = self.byte_array(x, coords=coords, pos=pos)
+        z = self.latents.expand(inputs.shape[0], -1, -1)
+        return self.cross_attends[0].attention_weights(z, inputs)  # type: ignore[operator]
+
+
+# The ImageNet model (Sec. 4.1 / Appendix): 224x224 RGB pixels with 64-band Fourier features
+# (mu = 224) -> 261 input channels; 512 x 1024 latents; 8 cross-attends (1 head); a 6-block latent
+# Transformer (8 heads); 44.9M parameters with the paper's weight sharing, 326M without.
+IMAGENET = PerceiverConfig()
+
+# A CPU-sized model for 28x28 digits: 32 x 64 latents, one cross-attend, two latent blocks,
+# 8 Fourier bands (mu = 28).
+MNIST_SMALL = PerceiverConfig(
+    input_channels=1,
+    index_dims=(28, 28),
+    num_classes=10,
+    num_latents=32,
+    latent_dim=64,
+    num_cross_attends=1,
+    self_attends_per_block=2,
+    cross_heads=1,
+    self_heads=4,
+    cross_qk_channels=64,
+    cross_widening=2,
+    self_widening=2,
+    num_bands=8,
+)
+
+
+def _build(base: PerceiverConfig, kw: dict[str, object]) -> Perceiver:
+    if "index_dims" in kw and kw["index_dims"] is not None:
+        kw["index_dims"] = tuple(kw["index_dims"])  # type: ignore[call-overload]
+    return Perceiver(config=replace(base, **kw))  # type: ignore[arg-type]
+
+
+@MODELS.register("perceiver_imagenet")
+def perceiver_imagenet(**kw: object) -> Perceiver:
+    """The paper's ImageNet Perceiver (44.9M parameters); keywords override config fields."""
+    return _build(IMAGENET, kw)
+
+
+@MODELS.register("perceiver_imagenet_unshared")
+def perceiver_imagenet_unshared(**kw: object) -> Perceiver:
+    """The ImageNet Perceiver without weight sharing (326M parameters)."""
+    return _build(replace(IMAGENET, share_weights=False), kw)
+
+
+@MODELS.register("perceiver_mnist")
+def perceiver_mnist(**kw: object) -> Perceiver:
+    """A small Perceiver for 28x28 one-channel digits; keywords override config fields."""
+    return _build(MNIST_SMALL, kw)

@@ -1,0 +1,247 @@
+"""Attention blocks of the Perceiver (Jaegle et al., 2021, "Perceiver: General Perception with
+Iterative Attention", arXiv:2103.03206, Sec. 2.1-2.2 and Fig. 1).
+
+* ``Attention``: multi-head QKV attention with separate query / key-value inputs, computed with
+  ``torch.nn.functional.scaled_dot_product_attention``.
+* ``CrossAttentionBlock``: a latent array (N, D) queries a byte array (M, C): cost O(M N).
+* ``SelfAttentionBlock`` / ``LatentTransformer``: GPT-2-style blocks on the latents: cost O(N^2).
+
+All blocks are pre-LayerNorm with a GELU MLP (Sec. 2.2), as in the official code:
+``x = x + Attn(LN(x)[, LN(kv)])``, then ``x = x + MLP(LN(x))``.
+
+Deviations from the official (JAX) code: PyTorch's default ``nn.Linear`` initialisation instead of
+variance scaling; no attention masks (the paper uses none: all its attention is non-causal).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import Tensor, nn
+
+
+class Attention(nn.Module):
+    """Multi-head attention of queries from ``q_dim`` inputs over keys/values from ``kv_dim`` inputs.
+
+    Args:
+        q_dim: channels of the query input.
+        kv_dim: channels of the key/value input.
+        qk_channels: total query/key channels over all heads (default ``q_dim``).
+        v_channels: total value channels over all heads (default ``qk_channels``).
+        out_dim: output channels (default ``q_dim``).
+        num_heads: heads; must divide ``qk_channels`` and ``v_channels``.
+        dropout: dropout on the attention probabilities (training only).
+
+    Shapes:
+        q: (B, N, q_dim), kv: (B, M, kv_dim) -> (B, N, out_dim);
+        with ``need_weights`` also the attention probabilities (B, num_heads, N, M).
+    """
+
+    def __init__(
+        self,
+        *,
+        q_dim: int,
+        kv_dim: int,
+        qk_channels: int | None = None,
+        v_channels: int | None = None,
+        out_dim: int | None = None,
+        num_heads: int = 8,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        qk_channels = qk_channels or q_dim
+        v_channels = v_channels or qk_channels
+        out_dim = out_dim or q_dim
+        for name, ch in (("qk_channels", qk_channels), ("v_channels", v_channels)):
+            if ch % num_heads:
+                raise ValueError(f"{name} ({ch}) must be divisible by num_heads ({num_heads})")
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.to_q = nn.Linear(q_dim, qk_channels)
+        self.to_k = nn.Linear(kv_dim, qk_channels)
+        self.to_v = nn.Linear(kv_dim, v_channels)
+        self.to_out = nn.Linear(v_channels, out_dim)
+
+    def forward(
+        self, q: Tensor, kv: Tensor, *, need_weights: bool = False
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        h = self.num_heads
+        qh = rearrange(self.to_q(q), "b n (h e) -> b h n e", h=h)  # (B, H, N, E)
+        kh = rearrange(self.to_k(kv), "b m (h e) -> b h m e", h=h)  # (B, H, M, E)
+        vh = rearrange(self.to_v(kv), "b m (h e) -> b h m e", h=h)  # (B, H, M, Ev)
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            # softmax(Q K^T / sqrt(E)) V, spelled out to expose the weights.
+            weights = (qh @ kh.transpose(-1, -2) / math.sqrt(qh.shape[-1])).softmax(-1)
+            out = F.dropout(weights, p) @ vh
+        else:
+            out = F.scaled_dot_product_attention(qh, kh, vh, dropout_p=p)
+        out = self.to_out(rearrange(out, "b h n e -> b n (h e)"))  # (B, N, out_dim)
+        return (out, weights) if need_weights else out
+
+
+class FeedForward(nn.Module):
+    """The Transformer MLP: Linear(D, wD) -> GELU -> Linear(wD, D) -> Dropout.
+
+    Shapes:
+        x: (..., dim) -> (..., dim)
+    """
+
+    def __init__(self, *, dim: int, widening_factor: int = 1, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(dim, widening_factor * dim),
+            nn.GELU(),
+            nn.Linear(widening_factor * dim, dim),
+            nn.Dropout(dropout),
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)
+
+
+class CrossAttentionBlock(nn.Module):
+    """Latents attend to the inputs, then an MLP (Fig. 1, "cross attention").
+
+    Args:
+        latent_dim: D, channels of the latent array (queries and output).
+        input_dim: C, channels of the byte array (keys/values), position features included.
+        num_heads: heads (the paper uses 1 for cross-attention).
+        qk_channels: query/key width (default ``input_dim``, the official code's default).
+        v_channels: value width (default ``qk_channels``).
+        widening_factor: MLP hidden width / D.
+        dropout: dropout after the attention and the MLP.
+        attn_dropout: dropout on the attention probabilities.
+        query_residual: add the attention output to the latents (the paper does).
+
+    Shapes:
+        latents: (B, N, D), inputs: (B, M, C) -> (B, N, D)
+    """
+
+    def __init__(
+        self,
+        *,
+        latent_dim: int,
+        input_dim: int,
+        num_heads: int = 1,
+        qk_channels: int | None = None,
+        v_channels: int | None = None,
+        widening_factor: int = 1,
+        dropout: float = 0.0,
+        attn_dropout: float = 0.0,
+        query_residual: bool = True,
+    ) -> None:
+        super().__init__()
+        self.norm_q = nn.LayerNorm(latent_dim)
+        self.norm_kv = nn.LayerNorm(input_dim)
+        self.attn = Attention(
+            q_dim=latent_dim,
+            kv_dim=input_dim,
+            qk_channels=qk_channels or input_dim,
+            v_channels=v_channels,
+            out_dim=latent_dim,
+            num_heads=num_heads,
+            dropout=attn_dropout,
+        )
+        self.drop = nn.Dropout(dropout)
+        self.norm_mlp = nn.LayerNorm(latent_dim)
+        self.mlp = FeedForward(dim=latent_dim, widening_factor=widening_factor, dropout=dropout)
+        self.query_residual = query_residual
+
+    def forward(self, latents: Tensor, inputs: Tensor) -> Tensor:
+        a = self.drop(self.attn(self.norm_q(latents), self.norm_kv(inputs)))
+        x = latents + a if self.query_residual else a
+        return x + self.mlp(self.norm_mlp(x))
+
+    @torch.no_grad()
+    def attention_weights(self, latents: Tensor, inputs: Tensor) -> Tensor:
+        """Attention probabilities of every latent over the inputs.
+
+        Shapes:
+            latents: (B, N, D), inputs: (B, M, C) -> (B, num_heads, N, M)
+        """
+        _, w = self.attn(self.norm_q(latents), self.norm_kv(inputs), need_weights=True)
+        return w
+
+
+class SelfAttentionBlock(nn.Module):
+    """One latent Transformer block: pre-LN multi-head self-attention, then a pre-LN GELU MLP.
+
+    Shapes:
+        x: (B, N, D) -> (B, N, D)
+    """
+
+    def __init__(
+        self,
+        *,
+        dim: int,
+        num_heads: int = 8,
+        qk_channels: int | None = None,
+        v_channels: int | None = None,
+        widening_factor: int = 1,
+        dropout: float = 0.0,
+        attn_dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.norm_attn = nn.LayerNorm(dim)
+        self.attn = Attention(
+            q_dim=dim,
+            kv_dim=dim,
+            qk_channels=qk_channels,
+            v_channels=v_channels,
+            out_dim=dim,
+            num_heads=num_heads,
+            dropout=attn_dropout,
+        )
+        self.drop = nn.Dropout(dropout)
+        self.norm_mlp = nn.LayerNorm(dim)
+        self.mlp = FeedForward(dim=dim, widening_factor=widening_factor, dropout=dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.norm_attn(x)
+        x = x + self.drop(self.attn(h, h))
+        return x + self.mlp(self.norm_mlp(x))
+
+
+class LatentTransformer(nn.Module):
+    """A stack of ``depth`` self-attention blocks on the latent array (Fig. 1).
+
+    Shapes:
+        x: (B, N, D) -> (B, N, D)
+    """
+
+    def __init__(
+        self,
+        *,
+        dim: int,
+        depth: int,
+        num_heads: int = 8,
+        qk_channels: int | None = None,
+        v_channels: int | None = None,
+        widening_factor: int = 1,
+        dropout: float = 0.0,
+        attn_dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        self.blocks = nn.ModuleList(
+            SelfAttentionBlock(
+                dim=dim,
+                num_heads=num_heads,
+                qk_channels=qk_channels,
+                v_channels=v_channels,
+                widening_factor=widening_factor,
+                dropout=dropout,
+                attn_dropout=attn_dropout,
+            )
+            for _ in range(depth)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x

@@ -1,0 +1,160 @@
+"""Perceiver: permutation invariance, weight sharing, parameter counts, input modalities."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from paperzoo import create_model
+from paperzoo.engine import seeded
+from paperzoo.models.perceiver import IMAGENET, Perceiver, PerceiverConfig
+from paperzoo.utils import count_params
+
+TINY = PerceiverConfig(
+    input_channels=2,
+    index_dims=(6, 5),
+    num_classes=4,
+    num_latents=4,
+    latent_dim=16,
+    num_cross_attends=3,
+    self_attends_per_block=2,
+    cross_heads=1,
+    self_heads=2,
+    num_bands=3,
+)
+
+
+def tiny(**kw: object) -> Perceiver:
+    with seeded(0):
+        return Perceiver(config=replace(TINY, **kw))  # type: ignore[arg-type]
+
+
+def test_imagenet_parameter_counts_match_paper() -> None:
+    with torch.device("meta"):
+        shared = count_params(create_model("perceiver_imagenet"))
+        unshared = count_params(create_model("perceiver_imagenet_unshared"))
+    assert abs(shared - 44.9e6) <= 0.02 * 44.9e6
+    assert abs(unshared - 326e6) <= 0.02 * 326e6
+    assert IMAGENET.input_dim == 3 + 2 * (2 * 64 + 1) == 261
+
+
+def test_output_invariant_to_joint_permutation_of_inputs_and_positions() -> None:
+    model = tiny().eval()
+    x = torch.rand(3, 6, 5, 2)
+    flat = x.flatten(1, 2)  # (B, M, C)
+    pos = model.position_features()
+    assert pos is not None
+    perm = torch.randperm(30, generator=torch.Generator().manual_seed(0))
+    out = model(x)
+    torch.testing.assert_close(model(flat[:, perm], pos=pos[perm]), out, atol=1e-5, rtol=1e-5)
+    # Permuting the pixels but not their positions changes the function.
+    assert (model(flat[:, perm]) - out).abs().max() > 1e-3
+
+
+def test_grid_and_flat_inputs_agree() -> None:
+    model = tiny().eval()
+    x = torch.rand(2, 6, 5, 2)
+    torch.testing.assert_close(model(x), model(x.flatten(1, 2)))
+
+
+def test_weight_sharing_is_parameter_identity() -> None:
+    model = tiny()
+    reps = model.repeats()
+    assert len(reps) == 3
+    assert reps[0][0] is not reps[1][0]  # first cross-attend has its own weights
+    assert reps[1][0] is reps[2][0]  # later cross-attends share one module
+    assert reps[0][1] is reps[1][1] is reps[2][1]  # one latent Transformer for all repeats
+    for (n1, p1), (n2, p2) in zip(
+        reps[1][0].named_parameters(), reps[2][0].named_parameters(), strict=True
+    ):
+        assert n1 == n2 and p1 is p2
+    assert len(model.cross_attends) == 2 and len(model.latent_transformers) == 1
+
+    unshared = tiny(share_weights=False)
+    ureps = unshared.repeats()
+    assert len({id(c) for c, _ in ureps}) == 3 and len({id(t) for _, t in ureps}) == 3
+    per_cross = count_params(model.cross_attends[0])
+    per_latent = count_params(model.latent_transformers[0])
+    assert count_params(unshared) - count_params(model) == per_cross + 2 * per_latent
+
+
+def test_shared_model_equals_tied_unshared_model_and_sums_gradients() -> None:
+    shared = tiny()
+    unshared = tiny(share_weights=False)
+    # Tie the unshared copy to the shared weights: same function.
+    state = {k: v for k, v in shared.state_dict().items() if not k.startswith(("cross", "latent_"))}
+    unshared.load_state_dict(state, strict=False)
+    for r, (c, t) in enumerate(unshared.repeats()):
+        c.load_state_dict(shared.repeats()[r][0].state_dict())
+        t.load_state_dict(shared.repeats()[r][1].state_dict())
+    x = torch.rand(2, 30, 2)
+    torch.testing.assert_close(unshared(x), shared(x))
+    shared(x).sum().backward()
+    unshared(x).sum().backward()
+    # The shared latent Transformer's gradient is the sum of the three copies' gradients.
+    name, p = next(iter(shared.latent_transformers[0].named_parameters()))
+    total = sum(dict(t.named_parameters())[name].grad for _, t in unshared.repeats())
+    torch.testing.assert_close(p.grad, total, atol=1e-5, rtol=1e-4)
+
+
+def test_gradients_reach_every_parameter() -> None:
+    for position in ("fourier", "learned"):
+        model = tiny(position=position, learned_pos_dim=8)
+        torch.nn.functional.cross_entropy(
+            model(torch.rand(2, 30, 2)), torch.tensor([0, 3])
+        ).backward()
+        for name, p in model.named_parameters():
+            assert p.grad is not None and p.grad.abs().sum() > 0, (position, name)
+
+
+def test_learned_positions_and_no_positions() -> None:
+    learned = tiny(position="learned", learned_pos_dim=8)
+    assert learned.config.input_dim == 10
+    assert learned.pos_embedding is not None and learned.pos_embedding.shape == (30, 8)
+    none = tiny(position="none")
+    assert none.config.input_dim == 2
+    x = torch.rand(2, 30, 2)
+    perm = torch.randperm(30)
+    # Without positions the Perceiver is a set function: invariant to any input order.
+    torch.testing.assert_close(none.eval()(x[:, perm]), none(x), atol=1e-5, rtol=1e-5)
+
+
+def test_point_cloud_with_coordinates_and_video_grid() -> None:
+    cloud = tiny(index_dims=None, max_resolution=(16.0, 16.0, 16.0), input_channels=1).eval()
+    assert cloud.config.input_dim == 1 + 3 * 7
+    xyz = torch.rand(2, 40, 3) * 2 - 1
+    feats = torch.rand(2, 40, 1)
+    perm = torch.randperm(40)
+    out = cloud(feats, coords=xyz)
+    assert out.shape == (2, 4)
+    torch.testing.assert_close(
+        cloud(feats[:, perm], coords=xyz[:, perm]), out, atol=1e-5, rtol=1e-5
+    )
+    with pytest.raises(ValueError, match="coords"):
+        cloud(feats)
+
+    video = tiny(index_dims=(3, 4, 5), input_channels=3)
+    assert video(torch.rand(2, 3, 4, 5, 3)).shape == (2, 4)
+
+
+def test_first_cross_attention_maps() -> None:
+    model = tiny(cross_heads=2, cross_qk_channels=8)
+    w = model.first_cross_attention(torch.rand(2, 6, 5, 2))
+    assert w.shape == (2, 2, 4, 30)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 4))
+
+
+def test_registry_and_bad_inputs() -> None:
+    with seeded(0):
+        m = create_model("perceiver_mnist", num_latents=8, latent_dim=32, self_heads=4)
+    assert m(torch.rand(2, 28, 28, 1)).shape == (2, 10)
+    with pytest.raises(TypeError):
+        create_model("perceiver_mnist", not_a_field=1)
+    with pytest.raises(ValueError, match="input channels"):
+        m(torch.rand(2, 28, 28, 3))
+    with pytest.raises(ValueError, match="position"):
+        PerceiverConfig(position="sinusoid")
+    with pytest.raises(ValueError, match="position rows"):
+        m(torch.rand(2, 10, 1))
