@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
 from paperzoo.utils.io import atomic_write_bytes, atomic_write_text
@@ -120,7 +121,7 @@ def load_state(directory: str | Path, step: int | None = None) -> tuple[int, dic
         tensors = load_file(str(tpath))
     except FileNotFoundError as err:
         raise CheckpointError(f"checkpoint file missing: {err.filename}") from err
-    except (json.JSONDecodeError, OSError, RuntimeError, ValueError) as err:
+    except (json.JSONDecodeError, OSError, RuntimeError, ValueError, SafetensorError) as err:
         raise CheckpointError(f"checkpoint {stem} in {directory} is corrupt: {err}") from err
     if meta.get("format") != FORMAT_VERSION:
         raise CheckpointError(f"{jpath}: unsupported checkpoint format {meta.get('format')!r}")
@@ -139,7 +140,7 @@ def load_weights(path: str | Path, module: torch.nn.Module) -> None:
         sd = load_file(str(path))
     except FileNotFoundError:
         raise CheckpointError(f"weights file not found: {path}") from None
-    except (OSError, RuntimeError, ValueError) as err:
+    except (OSError, RuntimeError, ValueError, SafetensorError) as err:
         raise CheckpointError(f"weights file {path} is corrupt: {err}") from err
     try:
         module.load_state_dict(sd)

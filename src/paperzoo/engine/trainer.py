@@ -357,10 +357,22 @@ class Trainer:
         self._log({"step": self.step, **{k: float(v) for k, v in res.items()}})
 
     def fit(self, data: DataSource, *, resume: bool = False) -> History:
-        """Train until ``config.steps``; with ``resume`` continue from the newest checkpoint."""
+        """Train until ``config.steps``; with ``resume`` continue from the newest checkpoint.
+
+        Training runs under a forked global RNG seeded from ``config.seed`` (dropout and other
+        global-RNG draws are reproducible, and the caller's random stream is left untouched);
+        resuming restores the RNG state saved in the checkpoint.
+        """
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(derive_seed(self.config.seed, "global"))
+            if resume:
+                self.resume()
+            self._loop(data)
+        return self.history
+
+    def _loop(self, data: DataSource) -> None:
         cfg = self.config
-        if resume:
-            self.resume()
         batches = self._batches(data)
         show = cfg.progress and self.dist.is_main and sys.stderr.isatty()
         bar = tqdm(total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False)
@@ -386,4 +398,3 @@ class Trainer:
         self._evaluate()
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
-        return self.history
