@@ -10,12 +10,27 @@ from paperzoo.adversarial.attacks.base import (
     random_in_ball,
     unwrap_model,
 )
+from paperzoo.adversarial.attacks.bpda import BPDA, BPDALayer, BPDAModel, bpda
+from paperzoo.adversarial.attacks.cw import CW
+from paperzoo.adversarial.attacks.eot import EOT
 from paperzoo.adversarial.attacks.fgsm import FGSM
 from paperzoo.adversarial.attacks.pgd import PGD
+from paperzoo.adversarial.attacks.reparam import Reparameterize, Reparameterized
+from paperzoo.adversarial.attacks.spsa import SPSA, RandomNoise
 
 __all__ = [
+    "BPDA",
+    "CW",
+    "EOT",
     "FGSM",
     "PGD",
+    "SPSA",
+    "BPDALayer",
+    "BPDAModel",
+    "RandomNoise",
+    "Reparameterize",
+    "Reparameterized",
+    "bpda",
     "Attack",
     "AttackWrapper",
     "cross_entropy_loss",

@@ -171,7 +171,13 @@ class Attack(ABC):
         x = x.detach().requires_grad_(True)
         with torch.enable_grad():
             loss = self.loss_fn(self.model(x), y)
-            (grad,) = torch.autograd.grad(loss.sum(), x)
+            grad = None
+            if loss.requires_grad:
+                # A shattered defence (e.g. thresholding) may cut x out of the graph entirely:
+                # its gradient is then exactly zero, which is what a naive attacker observes.
+                (grad,) = torch.autograd.grad(loss.sum(), x, allow_unused=True)
+        if grad is None:
+            grad = torch.zeros_like(x)
         return loss.detach(), grad.detach()
 
     @torch.no_grad()
@@ -183,6 +189,12 @@ class Attack(ABC):
         """
         logits = self.model(x)
         return self.loss_fn(logits, y), logits.argmax(1) != y
+
+    def with_model(self, model: nn.Module) -> Attack:
+        """A shallow copy of this attack aimed at ``model`` (wrappers re-aim what they wrap)."""
+        other = copy.copy(self)
+        other.model = model
+        return other
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(loss={self.loss!r}, clip={self.clip})"
@@ -217,6 +229,12 @@ class AttackWrapper(Attack):
 
     def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         return self.attack.evaluate(x, y)
+
+    def with_model(self, model: nn.Module) -> Attack:
+        other = copy.copy(self)
+        other.model = model
+        other.attack = self.attack.with_model(model)
+        return other
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.attack!r})"
