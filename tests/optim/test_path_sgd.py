@@ -227,7 +227,7 @@ def test_unbalanced_init_preserves_the_function_and_rescales_half_the_units() ->
     balanced_init_(net, generator=torch.Generator().manual_seed(0))
     for m in net.modules():
         if isinstance(m, nn.Linear):
-            assert float(m.weight.std()) == pytest.approx(m.in_features**-0.5, rel=0.3)
+            assert float(m.weight.detach().std()) == pytest.approx(m.in_features**-0.5, rel=0.3)
             assert not m.bias.any()
     before = copy.deepcopy(net)
     norm = path_norm(net)
@@ -319,3 +319,30 @@ def test_param_groups_and_state_dict_round_trip() -> None:
     assert torch.equal(
         opt2.state[lin[0].weight]["momentum_buffer"], opt.state[lin[0].weight]["momentum_buffer"]
     )
+
+
+@pytest.mark.parametrize("xshape", [(6,), (3, 6)], ids=["vector", "sequence"])
+def test_blockwise_update_with_momentum_and_weight_decay(monkeypatch, xshape) -> None:
+    import paperzoo.optim.path_sgd as ps
+
+    monkeypatch.setattr(ps, "_CHUNK_ELEMS", 7)  # several row blocks per weight
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 9), nn.ReLU(), nn.Linear(9, 4)).double()
+    ref = copy.deepcopy(net)
+    opt = PathSGD(net, lr=0.03, momentum=0.8, weight_decay=0.1, input_shape=xshape)
+    bufs: dict[str, Tensor] = {}
+    for _ in range(3):
+        x = torch.randn(5, *xshape, dtype=torch.float64)
+        gam = path_scaling(ref, input_shape=xshape)
+        for net_, opt_ in ((net, opt), (ref, None)):
+            net_.zero_grad()
+            net_(x).pow(2).mean().backward()
+            if opt_ is not None:
+                opt_.step()
+        with torch.no_grad():
+            for n, q in ref.named_parameters():
+                d = (q.grad + 0.1 * q) / gam[n]
+                bufs[n] = 0.8 * bufs[n] + d if n in bufs else d
+                q -= 0.03 * bufs[n]
+    for (n, q), r in zip(net.named_parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(q, r, rtol=1e-12, atol=1e-12, msg=n)

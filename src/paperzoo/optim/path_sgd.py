@@ -203,10 +203,51 @@ def _powered(t: Tensor, p: float) -> Tensor:
     return t * t if p == 2 else t.abs().pow(p)
 
 
+# Rows of a Linear weight processed at once by the chunked kernels below: about 1 MiB of fp32,
+# so the |w|^p block and the update's temporary stay in cache and a weight matrix is read
+# about as often as plain SGD reads it.
+_CHUNK_ELEMS = 1 << 18
+
+
+def _row_chunks(rows: int, cols: int) -> list[slice]:
+    step = max(1, _CHUNK_ELEMS // max(1, cols))
+    return [slice(r, min(r + step, rows)) for r in range(0, rows, step)]
+
+
+class _PoweredLinear(torch.autograd.Function):
+    """y = x @ (|W|^p)^T + b' without storing |W|^p: row blocks are powered on the fly.
+
+    Only the gradient with respect to ``x`` is produced (that is all gamma_out needs).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias_p: Tensor | None, p: float) -> Tensor:
+        ctx.p = p
+        ctx.save_for_backward(weight)
+        x2 = x.reshape(-1, weight.shape[1])  # (positions, in)
+        y = torch.empty((x2.shape[0], weight.shape[0]), dtype=x.dtype, device=x.device)
+        for rows in _row_chunks(*weight.shape):
+            torch.mm(x2, _powered(weight[rows], p).t(), out=y[:, rows])  # (positions, rows)
+        if bias_p is not None:
+            y.add_(bias_p)
+        return y.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        (weight,) = ctx.saved_tensors
+        g2 = grad.reshape(-1, weight.shape[0])  # (positions, out)
+        gx = torch.zeros((g2.shape[0], weight.shape[1]), dtype=grad.dtype, device=grad.device)
+        for rows in _row_chunks(*weight.shape):
+            gx.addmm_(g2[:, rows], _powered(weight[rows], ctx.p))  # (positions, in)
+        return gx.reshape(*grad.shape[:-1], weight.shape[1]), None, None, None
+
+
 def _path_forward(
     chain: Sequence[_Layer], input_shape: Sequence[int], p: float, *, bias: bool, track: bool
 ) -> tuple[Tensor, list[tuple[nn.Module, Tensor, Tensor]]]:
     """Feed a single all-ones example through the network with weights |w|^p.
+
+    ReLUs and dropout are the identity on the non-negative signals of this network.
 
     Returns:
         the output (1, ...) and, per weighted layer, (module, gamma_in, z) where gamma_in is the
@@ -224,11 +265,11 @@ def _path_forward(
         if not isinstance(m, _PARAM_LAYERS):
             x = m(x)
             continue
-        wp = _powered(m.weight, p)
         bp = _powered(m.bias, p) if (bias and m.bias is not None) else None
         if isinstance(m, nn.Linear):
-            z = F.linear(x, wp, bp)
+            z = _PoweredLinear.apply(x, m.weight.detach(), bp, p)
         else:
+            wp = _powered(m.weight, p)
             z = F.conv2d(x, wp, bp, m.stride, m.padding, m.dilation, m.groups)  # type: ignore[arg-type]
         if track and not records:
             z = z.detach().requires_grad_(True)  # the graph starts at the first layer's output
@@ -347,7 +388,8 @@ class PathSGD(torch.optim.Optimizer):
         weight_decay: L2 coefficient added to the gradient before normalisation.
         input_shape: one example's shape (C, H, W) or (features,); inferred when the first
             weighted layer is a Linear, otherwise recorded from the model's first forward call.
-        eps: lower bound on gamma (only reached by units whose weights are all exactly zero).
+        eps: lower bound on gamma_in, gamma_out and the conv gammas (default: the square root
+            of the smallest normal float; only reached by units whose weights are all zero).
 
     The model must be a plain chain of Linear/Conv2d layers with ReLU, dropout, flatten and
     pooling in between; anything else raises ``UnsupportedLayerError`` naming the layer.
@@ -436,9 +478,10 @@ class PathSGD(torch.optim.Optimizer):
         return out
 
     def _finish(self, gamma: Tensor) -> Tensor:
+        """The 2/p power of a path sum, clamped at eps (in place)."""
         if self._p != 2:
             gamma = gamma.pow_(2.0 / self._p)
-        eps = self._eps if self._eps is not None else torch.finfo(gamma.dtype).tiny
+        eps = self._eps if self._eps is not None else torch.finfo(gamma.dtype).tiny ** 0.5
         return gamma.clamp_min_(eps)
 
     # -- the update ---------------------------------------------------------------------------
@@ -453,38 +496,70 @@ class PathSGD(torch.optim.Optimizer):
         factors = _gamma_factors(self._chain, shape, self._p)
         groups = {id(q): g for g in self.param_groups for q in g["params"]}
         for m, gin, gout in factors:
-            todo = [(q, kind) for q, kind in ((m.weight, "w"), (m.bias, "b")) if q is not None]
-            if not any(id(q) in groups and q.grad is not None for q, _ in todo):
+            w, b = m.weight, m.bias
+            w_group = groups.get(id(w)) if w.grad is not None else None
+            b_group = groups.get(id(b)) if b is not None and b.grad is not None else None
+            if w_group is None and b_group is None:
                 continue
-            gw, gb = _layer_gammas(m, gin, gout)  # one layer at a time: at most its own shape
-            for q, kind in todo:
-                group = groups.get(id(q))
-                if group is None or q.grad is None:
-                    continue
-                gamma = self._finish(gw if kind == "w" else gb)  # type: ignore[arg-type]
-                self._update(q, q.grad, gamma, group)
-            del gw, gb
+            if isinstance(m, nn.Linear) and gin.numel() == m.in_features:
+                # gamma(u -> v) = gamma_out(v) * gamma_in(u): never materialised, the weight is
+                # updated block by block with 1 / gamma_out and 1 / gamma_in.
+                if w_group is not None:
+                    inv_out = self._finish(gout.reshape(-1).clone()).reciprocal_()  # (out,)
+                    inv_in = self._finish(gin.reshape(-1).clone()).reciprocal_()  # (in,)
+                    self._update(w, w_group, factors=(inv_out, inv_in))
+                if b_group is not None:  # a bias is an edge from a constant-1 unit
+                    self._update(b, b_group, gamma=self._finish(gout.reshape(-1).clone()))
+                continue
+            gw, gb = _layer_gammas(m, gin, gout)  # conv: a tensor of the layer's own shape
+            if w_group is not None:
+                self._update(w, w_group, gamma=self._finish(gw))
+            if b_group is not None:
+                self._update(b, b_group, gamma=self._finish(gb))  # type: ignore[arg-type]
         return loss
 
-    def _update(self, q: Tensor, grad: Tensor, gamma: Tensor, group: dict[str, Any]) -> None:
-        lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
+    def _update(
+        self,
+        q: Tensor,
+        group: dict[str, Any],
+        *,
+        gamma: Tensor | None = None,
+        factors: tuple[Tensor, Tensor] | None = None,
+    ) -> None:
+        """Path-SGD update: w <- w - lr * grad / gamma_p(w, e), gamma given in full or as the
+        reciprocal factors (1 / gamma_out, 1 / gamma_in) of a Linear weight."""
+        grad = q.grad
+        assert grad is not None
         if grad.is_sparse:
             raise RuntimeError("PathSGD does not support sparse gradients")
-        if wd:
-            grad = grad.add(q, alpha=wd)
-        if not mom:
-            q.addcdiv_(
-                grad, gamma, value=-lr
-            )  # Path-SGD update: w <- w - lr * grad / gamma_p(w, e)
-            return
-        state = self.state[q]
-        step_dir = grad.div(gamma)
-        buf = state.get("momentum_buffer")
-        if buf is None:
-            state["momentum_buffer"] = buf = step_dir
-        else:
-            buf.mul_(mom).add_(step_dir)
-        q.add_(buf, alpha=-lr)
+        lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
+        buf = None
+        if mom:
+            state = self.state[q]
+            if "momentum_buffer" not in state:
+                state["momentum_buffer"] = torch.zeros_like(q)
+            buf = state["momentum_buffer"]
+        chunks = _row_chunks(*q.shape) if factors is not None else [slice(None)]
+        for rows in chunks:
+            qr, d = q[rows], grad[rows]
+            if wd:
+                d = d.add(qr, alpha=wd)
+            if factors is not None:
+                inv_out, inv_in = factors
+                d = d * inv_out[rows].unsqueeze(1)  # (rows, in), stays in cache
+                if buf is None:
+                    qr.addcmul_(d, inv_in, value=-lr)
+                    continue
+                d.mul_(inv_in)
+            else:
+                assert gamma is not None
+                if buf is None:
+                    qr.addcdiv_(d, gamma, value=-lr)
+                    continue
+                d = d / gamma
+            br = buf[rows]
+            br.mul_(mom).add_(d)
+            qr.add_(br, alpha=-lr)
 
 
 # -- initialisation ---------------------------------------------------------------------------
