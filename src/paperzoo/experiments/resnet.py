@@ -1,0 +1,463 @@
+"""Reproduction of He, Zhang, Ren, Sun, "Deep Residual Learning for Image Recognition" (CVPR
+2016, arXiv:1512.03385): the degradation problem and its residual solution (Fig. 1, Fig. 6).
+
+A deeper plain network reaches a *higher training* loss than a shallower one trained for the same
+number of steps, so the gap is an optimisation difficulty, not overfitting; the residual version
+of the deep network trains to a lower loss than the deep plain net. The sizes of Table 6 (CIFAR
+ResNet-20 ... 110) and Table 1 (ImageNet ResNet-50 parameters and multiply-adds) are checked too.
+
+Scales:
+
+* ``quick``: real handwritten digits shipped in scikit-learn (``digits``, 8x8), the CIFAR nets
+  with one input channel, plain/ResNet at the paper's depths 20 and 56, SGD with the paper's
+  hyper-parameters for a few hundred steps (see ``configs``).
+* ``full``: §4.2 on CIFAR-10: 45k/5k train/val split, per-pixel mean subtraction, pad-4 crop +
+  flip, batch 128, SGD momentum 0.9, weight decay 1e-4, lr 0.1 divided by 10 at 32k and 48k
+  steps, stop at 64k, ResNet-110 warmed up at lr 0.01; plain 20/32/44/56 and ResNet 20/32/44/56/110
+  (Fig. 6). Runs under ``torchrun`` with DDP, the global batch staying at 128; ``--shard K/N``
+  trains every N-th net and ``paperzoo merge`` combines the shards.
+
+Deviations: the paper plots training *error*; the claims compare the training *loss* (mean of
+the last logged steps), and the error is reported beside it. The ResNet-110 warm-up lasts a fixed
+400 steps (the paper: "until the training error is below 80%, about 400 iterations"). Full-scale
+models train on the 45k split and are evaluated on the 5k validation and the 10k test images
+(the paper does not say whether the final nets were retrained on all 50k). Under DDP, batch norm
+uses per-process statistics (the paper's two-GPU runs did the same; CPU gloo has no
+SyncBatchNorm).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+from torch import Tensor, nn
+
+from paperzoo.data import load_dataset
+from paperzoo.data.base import DataInfo, Split
+from paperzoo.data.cifar import random_crop_flip
+from paperzoo.engine import History, TrainConfig, Trainer, seeded
+from paperzoo.engine.distributed import DistInfo, current
+from paperzoo.engine.trainer import BatchSampler
+from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.metrics.classification import predict
+from paperzoo.models import create_model
+from paperzoo.models.resnet import CifarResNet
+from paperzoo.utils import count_macs, count_params
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ResNetConfig:
+    dataset: str  # default data set (``--dataset`` overrides)
+    plain_shallow: str  # shallow plain net of the degradation claims (paper: plain20)
+    plain_deep: str  # deep plain net (paper: plain56)
+    res_shallow: str  # ResNet twin of the shallow net (for the figure)
+    res_deep: str  # ResNet twin of the deep net (paper: resnet56)
+    more: tuple[str, ...]  # further nets trained for Fig. 6 / Table 6
+    steps: int  # optimisation steps per net (paper: 64k)
+    batch_size: int  # global batch (paper: 128), split across DDP ranks
+    lr: float  # initial learning rate (paper: 0.1)
+    milestones: tuple[int, ...]  # lr divided by 10 at these steps (paper: 32k, 48k)
+    warmup_steps: int  # lr x 0.1 for this many steps for nets of depth >= 110 (paper: ~400)
+    momentum: float  # SGD momentum (0.9)
+    weight_decay: float  # L2 weight decay (1e-4)
+    pad: int  # random-crop padding (4; 0: no crop)
+    flip: bool  # random horizontal flips
+    n_val: int  # training images held out for validation (paper: 5k; 0: none)
+    n_train: int | None  # use only this many training images (None: all)
+    n_test: int | None  # evaluate on at most this many test images (None: all)
+    loss_window: int  # final training loss = mean over this many last steps
+    log_every: int  # steps per logged (averaged) training record
+    eval_every: int  # steps between test evaluations (0: only at the end)
+    channels_last: bool  # engine option: channels-last memory format
+    compile: bool  # engine option: torch.compile when available
+
+
+_DEGRADATION_PAPER = "> 0 (Fig. 1, 6)"
+_CLAIMS = (
+    ClaimSpec(
+        "degradation.plain_deep_vs_shallow.train_loss",
+        "final training loss of the deep plain net minus that of the shallow plain net, same "
+        "steps (degradation: positive)",
+        _DEGRADATION_PAPER,
+        "> 0",
+    ),
+    ClaimSpec(
+        "degradation.residual_deep_vs_plain_deep.train_loss",
+        "final training loss of the deep ResNet minus that of the equally deep plain net "
+        "(residual learning fixes degradation: negative)",
+        "< 0 (Fig. 6)",
+        "< 0",
+    ),
+    ClaimSpec("params.resnet20", "parameters of CIFAR ResNet-20 (Table 6)", 0.27e6, "within 2% of 0.27e6"),
+    ClaimSpec("params.resnet32", "parameters of CIFAR ResNet-32 (Table 6)", 0.46e6, "within 2% of 0.46e6"),
+    ClaimSpec("params.resnet44", "parameters of CIFAR ResNet-44 (Table 6)", 0.66e6, "within 2% of 0.66e6"),
+    ClaimSpec("params.resnet56", "parameters of CIFAR ResNet-56 (Table 6)", 0.85e6, "within 2% of 0.85e6"),
+    ClaimSpec("params.resnet110", "parameters of CIFAR ResNet-110 (Table 6)", 1.7e6, "within 2% of 1.7e6"),
+    ClaimSpec(
+        "params.resnet50_imagenet",
+        "parameters of ImageNet ResNet-50 (option B shortcuts)",
+        25.56e6,
+        "within 1% of 25.56e6",
+    ),
+    ClaimSpec(
+        "macs.resnet50_imagenet",
+        "multiply-adds of ImageNet ResNet-50 at 224x224 (stride on the 3x3, as torchvision counts)",
+        4.1e9,
+        "within 2% of 4.1e9",
+    ),
+)  # fmt: skip
+
+# Table 6 test errors (%) on CIFAR-10, shown beside ours at full scale.
+PAPER_TEST_ERROR = {
+    "resnet20": 8.75,
+    "resnet32": 7.51,
+    "resnet44": 7.17,
+    "resnet56": 6.97,
+    "resnet110": 6.43,
+    "resnet1202": 7.93,
+}
+
+_FULL_MORE = ("plain32", "plain44", "resnet32", "resnet44", "resnet110")
+
+
+@EXPERIMENTS.register("resnet")
+class ResNetExperiment(Experiment):
+    name = "resnet"
+    title = "Deep Residual Learning for Image Recognition"
+    datasets = ("digits", "mnist5k", "cifar10", "cifar100", "mnist", "fashion-mnist")
+    claims = _CLAIMS
+    configs = {
+        "smoke": ResNetConfig(
+            dataset="digits", plain_shallow="plain8", plain_deep="plain14", res_shallow="resnet8",
+            res_deep="resnet14", more=(), steps=6, batch_size=32, lr=0.1, milestones=(4,),
+            warmup_steps=0, momentum=0.9, weight_decay=1e-4, pad=1, flip=False, n_val=0,
+            n_train=256, n_test=64, loss_window=3, log_every=1, eval_every=3,
+            channels_last=False, compile=False,
+        ),
+        "quick": ResNetConfig(
+            dataset="digits", plain_shallow="plain20", plain_deep="plain56",
+            res_shallow="resnet20", res_deep="resnet56", more=(), steps=300, batch_size=64,
+            lr=0.1, milestones=(), warmup_steps=0, momentum=0.9, weight_decay=1e-4, pad=0,
+            flip=False, n_val=0, n_train=None, n_test=None, loss_window=50, log_every=10,
+            eval_every=50, channels_last=False, compile=False,
+        ),
+        "full": ResNetConfig(
+            dataset="cifar10", plain_shallow="plain20", plain_deep="plain56",
+            res_shallow="resnet20", res_deep="resnet56", more=_FULL_MORE, steps=64_000,
+            batch_size=128, lr=0.1, milestones=(32_000, 48_000), warmup_steps=400, momentum=0.9,
+            weight_decay=1e-4, pad=4, flip=True, n_val=5_000, n_train=None, n_test=None,
+            loss_window=500, log_every=100, eval_every=2_000, channels_last=True, compile=False,
+        ),
+    }  # fmt: skip
+
+    # -- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def model_names(cfg: ResNetConfig) -> tuple[str, ...]:
+        """Every net trained at this scale, the claim nets first."""
+        core = (cfg.plain_shallow, cfg.plain_deep, cfg.res_shallow, cfg.res_deep)
+        return core + tuple(m for m in cfg.more if m not in core)
+
+    def _data(self, cfg: ResNetConfig, ctx: RunContext) -> tuple[dict[str, Tensor], DataInfo, int]:
+        name = self.dataset_name(ctx) if ctx.dataset is not None else cfg.dataset
+        split: Split = load_dataset(
+            name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
+        )
+        x, y = split.x_train, split.y_train
+        if cfg.n_val:
+            if cfg.n_val >= len(x):
+                raise ValueError(f"n_val={cfg.n_val} leaves no training images ({len(x)})")
+            perm = torch.randperm(len(x), generator=ctx.generator("val-split"))
+            x, y = x[perm], y[perm]
+        xv, yv = x[: cfg.n_val], y[: cfg.n_val]
+        x, y = x[cfg.n_val :][: cfg.n_train], y[cfg.n_val :][: cfg.n_train]
+        xt, yt = split.x_test[: cfg.n_test], split.y_test[: cfg.n_test]
+        mean = x.mean(0, keepdim=True)  # §4.2: per-pixel mean subtracted, (1, C, H, W)
+        data = {
+            "x": x - mean,
+            "y": y,
+            "x_val": xv - mean,
+            "y_val": yv,
+            "x_test": xt - mean,
+            "y_test": yt,
+        }
+        info = DataInfo(split.info.name, split.info.source, len(x), len(xt))
+        return data, info, split.num_classes
+
+    @staticmethod
+    def _batches(
+        x: Tensor, y: Tensor, cfg: ResNetConfig, seed: int
+    ) -> Callable[[int, torch.Generator], tuple[Tensor, Tensor]]:
+        """Step -> this rank's share of the augmented global batch.
+
+        The global batch of step s (a deterministic permutation of the training set, as the
+        engine's sampler draws it) is augmented with the step's generator, identically on every
+        rank; each rank then keeps a strided slice, as the engine does for tensor data. DDP with K
+        processes therefore sees exactly the single-process global batch, augmentation included.
+        """
+        sampler = BatchSampler(len(x), cfg.batch_size, seed=seed, drop_last=True, dist=DistInfo())
+        dist = current()
+
+        def batch(step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
+            idx = sampler.indices(step)
+            xb, yb = x[idx.to(x.device)], y[idx.to(y.device)]
+            if cfg.pad or cfg.flip:
+                xb = random_crop_flip(xb, generator=g, padding=cfg.pad, flip=cfg.flip)
+            return xb[dist.rank :: dist.world_size], yb[dist.rank :: dist.world_size]
+
+        return batch
+
+    @staticmethod
+    def _lr_schedule(cfg: ResNetConfig, depth: int) -> Callable[[int], float]:
+        def mult(step: int) -> float:
+            m = 0.1 ** sum(step >= s for s in cfg.milestones)  # /10 at 32k and 48k
+            if depth >= 110 and step < cfg.warmup_steps:
+                m *= 0.1  # §4.2: ResNet-110 starts at lr 0.01
+            return m
+
+        return mult
+
+    @staticmethod
+    def _error(model: nn.Module, x: Tensor, y: Tensor, device: str) -> float | None:
+        if len(x) == 0:
+            return None
+        logits = predict(model, x, batch_size=500, device=device)
+        return (logits.argmax(1) != y.cpu()).float().mean().item()
+
+    def _train_one(
+        self,
+        name: str,
+        cfg: ResNetConfig,
+        ctx: RunContext,
+        data: dict[str, Tensor],
+        num_classes: int,
+    ) -> dict[str, Any]:
+        depth = _depth(name)
+        with seeded(ctx.seed):
+            model = CifarResNet(
+                depth=depth,
+                residual=name.startswith("resnet"),
+                in_chans=data["x"].shape[1],
+                num_classes=num_classes,
+            )
+        opt = torch.optim.SGD(
+            model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
+
+        def loss_fn(m: nn.Module, batch: tuple[Tensor, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+            xb, yb = batch
+            logits = m(xb)
+            err = (logits.detach().argmax(1) != yb).float().mean()
+            return F.cross_entropy(logits, yb), {"train_err": err}
+
+        def eval_fn(m: nn.Module) -> dict[str, float]:
+            err = self._error(m, data["x_test"], data["y_test"], ctx.device)
+            return {"test_err": float("nan") if err is None else err}
+
+        compile_ok = cfg.compile and _compile_available(ctx.device)
+        trainer = Trainer(
+            model,
+            opt,
+            loss_fn,
+            config=TrainConfig(
+                steps=cfg.steps,
+                batch_size=cfg.batch_size,
+                seed=ctx.seed,
+                log_every=cfg.log_every,
+                eval_every=cfg.eval_every,
+                checkpoint_every=cfg.eval_every if ctx.scale == "full" else 0,
+                channels_last=cfg.channels_last,
+                compile=compile_ok,
+                progress=ctx.progress,
+                desc=name,
+            ),
+            lr_schedule=self._lr_schedule(cfg, depth),
+            eval_fn=eval_fn,
+            device=ctx.device,
+            out_dir=ctx.out_dir / "runs" / name,
+        )
+        x = data["x"].to(ctx.device)
+        y = data["y"].to(ctx.device)
+        hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=ctx.scale == "full")
+        return {
+            "params": count_params(model),
+            "final_train_loss": _window_mean(hist, "loss", cfg.steps - cfg.loss_window),
+            "final_train_err": _window_mean(hist, "train_err", cfg.steps - cfg.loss_window),
+            "test_err": hist.last("test_err"),
+            "val_err": self._error(model, data["x_val"], data["y_val"], ctx.device),
+            "curve": dict(zip(("step", "loss"), hist.series("loss"), strict=True)),
+            "err_curve": dict(zip(("step", "train_err"), hist.series("train_err"), strict=True)),
+            "test_curve": dict(zip(("step", "test_err"), hist.series("test_err"), strict=True)),
+        }
+
+    # -- run / merge -------------------------------------------------------------------------
+    def run(self, cfg: ResNetConfig, ctx: RunContext) -> Outcome:
+        data, info, num_classes = self._data(cfg, ctx)
+        names = self.model_names(cfg)
+        if ctx.shard is not None:
+            k, n = ctx.shard
+            names = names[k::n]
+        runs = {}
+        for name in names:
+            log.info("training %s for %d steps", name, cfg.steps)
+            runs[name] = self._train_one(name, cfg, ctx, data, num_classes)
+        sizes = architecture_sizes()
+        details = {
+            "runs": runs,
+            "sizes": sizes,
+            "config": _jsonable(cfg),
+            "data_info": info.to_dict(),
+        }
+        return self._outcome(cfg, ctx, details, [info])
+
+    def merge(self, results: list[dict[str, Any]], ctx: RunContext) -> Outcome:
+        runs: dict[str, Any] = {}
+        for r in results:
+            runs.update(r["details"]["runs"])
+        first = results[0]["details"]
+        cfg = ResNetConfig(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in first["config"].items()}
+        )
+        details = {
+            "runs": runs,
+            "sizes": first["sizes"],
+            "config": first["config"],
+            "data_info": first["data_info"],
+        }
+        infos = [DataInfo(**results[0]["data"][0])] if results[0].get("data") else []
+        return self._outcome(cfg, ctx, details, infos)
+
+    def _outcome(
+        self, cfg: ResNetConfig, ctx: RunContext, details: dict[str, Any], data: list[DataInfo]
+    ) -> Outcome:
+        runs, sizes = details["runs"], details["sizes"]
+
+        def loss(name: str) -> float | None:
+            return runs[name]["final_train_loss"] if name in runs else None
+
+        def diff(a: str, b: str) -> float | None:
+            la, lb = loss(a), loss(b)
+            return None if la is None or lb is None else la - lb
+
+        measured: dict[str, Any] = {
+            "degradation.plain_deep_vs_shallow.train_loss": diff(cfg.plain_deep, cfg.plain_shallow),
+            "degradation.residual_deep_vs_plain_deep.train_loss": diff(
+                cfg.res_deep, cfg.plain_deep
+            ),
+        }
+        for d in (20, 32, 44, 56, 110):
+            measured[f"params.resnet{d}"] = sizes[f"resnet{d}"]
+        measured["params.resnet50_imagenet"] = sizes["resnet50_imagenet_params"]
+        measured["macs.resnet50_imagenet"] = sizes["resnet50_imagenet_macs"]
+
+        figures = []
+        if ctx.dist.is_main and runs:
+            figures.append(self._figure(cfg, ctx, runs))
+        info = details["data_info"]
+        notes = [
+            f"Data: {info['name']} ({info['n_train']} training / {info['n_test']} test images); "
+            f"{cfg.steps} SGD steps per net, batch {cfg.batch_size}, lr {cfg.lr}"
+            + (f" (/10 at {', '.join(map(str, cfg.milestones))})" if cfg.milestones else "")
+            + f", momentum {cfg.momentum}, weight decay {cfg.weight_decay}.",
+            "Final training loss = mean over the last "
+            f"{cfg.loss_window} steps (batch-norm in training mode, as the paper's curves).",
+        ]
+        for name, r in runs.items():
+            paper = PAPER_TEST_ERROR.get(name) if info["name"] == "cifar10" else None
+            notes.append(
+                f"{name}: {r['params']:,} params, final train loss {r['final_train_loss']:.4f}, "
+                f"train err {100 * r['final_train_err']:.2f}%, test err {100 * r['test_err']:.2f}%"
+                + (f" (paper {paper}%)" if paper is not None and cfg.steps >= 64_000 else "")
+            )
+        notes.append(
+            f"ResNet-50 (ImageNet, 224x224): {sizes['resnet50_imagenet_macs'] / 1e9:.3f} G "
+            f"multiply-adds with the stride on the 3x3 conv; {sizes['resnet50_v1_macs'] / 1e9:.3f} G "
+            "with the paper's stride on the first 1x1 (Table 1: 3.8 G)."
+        )
+        return Outcome(measured=measured, data=data, figures=figures, notes=notes, details=details)
+
+    def _figure(self, cfg: ResNetConfig, ctx: RunContext, runs: dict[str, Any]) -> str:
+        fig = Figure(figsize=(11, 4))
+        ax_loss, ax_test = fig.subplots(1, 2)
+        for name, r in runs.items():
+            style = "-" if name.startswith("resnet") else "--"
+            ax_loss.plot(r["curve"]["step"], r["curve"]["loss"], style, label=name)
+            ax_test.plot(
+                r["test_curve"]["step"],
+                [100 * v for v in r["test_curve"]["test_err"]],
+                style,
+                label=name,
+            )
+        ax_loss.set(xlabel="step", ylabel="training loss", yscale="log", title="training loss")
+        ax_test.set(xlabel="step", ylabel="test error (%)", title="test error")
+        for ax in (ax_loss, ax_test):
+            ax.grid(alpha=0.3)
+        ax_loss.legend(fontsize=8)
+        fig.suptitle("Plain nets (dashed) vs ResNets (solid)")
+        fig.tight_layout()
+        path, rel = ctx.figure_path("curves.png")
+        fig.savefig(path, dpi=100)
+        return rel
+
+
+def architecture_sizes() -> dict[str, int]:
+    """Parameter counts of the CIFAR ResNets (3x32x32, 10 classes) and ResNet-50's size/MACs."""
+    return dict(_architecture_sizes())
+
+
+@functools.cache
+def _architecture_sizes() -> dict[str, int]:
+    sizes = {}
+    for d in (20, 32, 44, 56, 110):
+        with seeded(0):
+            sizes[f"resnet{d}"] = count_params(create_model(f"resnet{d}"))
+    with seeded(0):
+        r50 = create_model("resnet50")
+        v1 = create_model("resnet50", stride_in_1x1=True)
+    sizes["resnet50_imagenet_params"] = count_params(r50)
+    sizes["resnet50_imagenet_macs"] = count_macs(r50, (1, 3, 224, 224))
+    sizes["resnet50_v1_macs"] = count_macs(v1, (1, 3, 224, 224))
+    return sizes
+
+
+def _depth(name: str) -> int:
+    """``"plain56"`` -> 56 (any 6n+2 depth, not only the registered ones)."""
+    for prefix in ("resnet", "plain"):
+        if name.startswith(prefix) and name[len(prefix) :].isdigit():
+            return int(name[len(prefix) :])
+    raise ValueError(f"expected a CIFAR net name like 'resnet56' or 'plain20', got {name!r}")
+
+
+def _window_mean(hist: History, name: str, after_step: int) -> float:
+    steps, values = hist.series(name)
+    tail = [v for s, v in zip(steps, values, strict=True) if s > after_step] or values[-1:]
+    return float(sum(tail) / len(tail)) if tail else float("nan")
+
+
+def _compile_available(device: str) -> bool:
+    """torch.compile needs a backend compiler: Triton on CUDA, a C++ compiler on CPU."""
+    if not hasattr(torch, "compile"):
+        return False
+    try:
+        if device.startswith("cuda"):
+            import triton  # noqa: F401
+        else:
+            from torch._inductor.cpp_builder import get_cpp_compiler
+
+            get_cpp_compiler()
+    except Exception:  # noqa: BLE001 - any failure means: do not compile
+        log.warning("torch.compile requested but not available on %s; running eagerly", device)
+        return False
+    return True
+
+
+def _jsonable(cfg: ResNetConfig) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()}

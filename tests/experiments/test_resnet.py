@@ -1,0 +1,71 @@
+"""The `resnet` reproduction: smoke run end to end, helpers, and (slow) the quick-scale claims."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from paperzoo.experiments import RunContext
+from paperzoo.experiments.resnet import ResNetExperiment
+from paperzoo.experiments.runner import build_result, run_experiment
+
+
+def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
+    result = run_experiment("resnet", smoke_ctx)
+    res = json.loads((smoke_ctx.out_dir / "results.json").read_text())
+    assert {c["id"] for c in res["claims"]} == {c.id for c in ResNetExperiment.claims}
+    assert all(c["measured"] is not None for c in res["claims"])
+    # the architecture sizes are exact at every scale
+    sizes = {c.id: c for c in result.claims}
+    assert sizes["params.resnet56"].measured == 853_018 and sizes["params.resnet56"].holds
+    assert sizes["macs.resnet50_imagenet"].holds
+    assert (smoke_ctx.out_dir / res["figures"][0]).is_file()
+    assert (smoke_ctx.out_dir / "runs" / "plain14" / "metrics.jsonl").is_file()
+
+
+def test_shards_merge_into_the_full_result(tmp_path: Path) -> None:
+    exp = ResNetExperiment()
+    cfg = replace(exp.config("smoke"), steps=2, eval_every=0, loss_window=1)
+    shards = []
+    for k in range(2):
+        ctx = RunContext(scale="smoke", out_dir=tmp_path / f"s{k}", quiet=True, shard=(k, 2))
+        outcome = exp.run(cfg, ctx)
+        shards.append(build_result(exp, outcome, ctx, 1.0).to_dict())
+        assert len(outcome.details["runs"]) == 2
+    assert shards[0]["claims"][0]["measured"] is None  # plain14 trained in the other shard
+    merged = exp.merge(shards, RunContext(scale="smoke", out_dir=tmp_path / "m"))
+    assert set(merged.details["runs"]) == set(exp.model_names(cfg))
+    assert all(v is not None for v in merged.measured.values())
+
+
+def test_batches_are_the_same_global_batch_for_any_rank_split() -> None:
+    exp = ResNetExperiment()
+    cfg = replace(exp.config("smoke"), batch_size=8, pad=2, flip=True)
+    x = torch.rand(20, 1, 6, 6)
+    y = torch.arange(20)
+    batches = exp._batches(x, y, cfg, seed=3)
+    xb, yb = batches(5, torch.Generator().manual_seed(11))
+    again, _ = batches(5, torch.Generator().manual_seed(11))
+    assert xb.shape == (8, 1, 6, 6) and torch.equal(xb, again)  # a function of (seed, step)
+    assert len(set(yb.tolist())) == 8  # no repeats within a batch
+
+
+def test_lr_schedule_milestones_and_warmup() -> None:
+    cfg = ResNetExperiment().config("full")
+    f110 = ResNetExperiment._lr_schedule(cfg, 110)
+    f56 = ResNetExperiment._lr_schedule(cfg, 56)
+    assert f110(0) == pytest.approx(0.1) and f110(400) == 1.0 and f56(0) == 1.0
+    assert f56(31_999) == 1.0 and f56(32_000) == pytest.approx(0.1)
+    assert f56(48_000) == pytest.approx(0.01) and f56(63_999) == pytest.approx(0.01)
+
+
+@pytest.mark.slow
+def test_quick_scale_claims_hold(tmp_path: Path) -> None:
+    ctx = RunContext(scale="quick", seed=0, out_dir=tmp_path / "out", quiet=True)
+    result = run_experiment("resnet", ctx)
+    failing = [c.id for c in result.claims if c.holds is not True]
+    assert not failing, failing
