@@ -43,7 +43,7 @@ from paperzoo.data import load_dataset
 from paperzoo.data.base import DataInfo, Split
 from paperzoo.data.cifar import random_crop_flip
 from paperzoo.engine import History, TrainConfig, Trainer, seeded
-from paperzoo.engine.distributed import DistInfo, current
+from paperzoo.engine.distributed import DistInfo, all_reduce_mean, current
 from paperzoo.engine.trainer import BatchSampler
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import predict
@@ -287,10 +287,12 @@ class ResNetExperiment(Experiment):
         x = data["x"].to(ctx.device)
         y = data["y"].to(ctx.device)
         hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=ctx.scale == "full")
+        start = cfg.steps - cfg.loss_window
         return {
             "params": count_params(model),
-            "final_train_loss": _window_mean(hist, "loss", cfg.steps - cfg.loss_window),
-            "final_train_err": _window_mean(hist, "train_err", cfg.steps - cfg.loss_window),
+            # under DDP each rank logs its own share of the batch: average over ranks
+            "final_train_loss": all_reduce_mean(_window_mean(hist, "loss", start)),
+            "final_train_err": all_reduce_mean(_window_mean(hist, "train_err", start)),
             "test_err": hist.last("test_err"),
             "val_err": self._error(model, data["x_val"], data["y_val"], ctx.device),
             "curve": dict(zip(("step", "loss"), hist.series("loss"), strict=True)),
