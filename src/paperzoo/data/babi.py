@@ -1,0 +1,707 @@
+"""Symbolic bAbI for GG-NNs (Li et al., ICLR 2016, Sec. 5.1): a loader of the official files, a
+faithful generator of tasks 4, 15, 16, 18 and 19, and the batching used by the models.
+
+One in-memory representation serves both sources: a ``BabiTask`` holds ``SymbolicGraph``s (typed
+directed edges plus the questions asked about the graph), all ids 0-based. The sequence tasks
+(shortest path, Eulerian circuit) are generated in ``paperzoo.data.graph_seq``.
+
+Official layout (what the authors' ``get_10_fold_data.sh`` writes), under ``--data-root DIR``::
+
+    DIR/processed_K/{train,test}/N_graphs.txt               N in 4, 15, 16, 18, 19
+    DIR/processed_K/{train,test}/N_{edge_types,labels,question_types,node_ids}.txt
+    DIR/extra_seq_tasks/fold_K/noisy_parsed/{train,test}/N_graphs.txt   N = 4 (shortest path),
+                                                                        5 (Eulerian circuit)
+
+A single fold laid out as ``DIR/{train,test}/`` and ``DIR/seq/{train,test}/`` (the layout of the
+sample files) is read too. ``N_graphs.txt`` holds one graph per block, blocks separated by a blank
+line; ``src type dst`` edge lines (1-based ids) and ``? qtype args... answer`` question lines. In
+the sequence tasks and task 19, the first two numbers after the question type are the arguments
+and the rest is the answer sequence.
+
+Generators follow the bAbI task code (github.com/facebookarchive/bAbI-tasks, lua/babi/tasks:
+IsDir, Deduction, Induction, Size, PathFinding) with the entity ids of the official symbolic files.
+Task 18 is the "fixed" version: every question is asked as "x < y" and, by a fair coin, about the
+true or the reversed pair, so true and false answers are balanced.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from paperzoo.data.base import DataError
+
+log = logging.getLogger(__name__)
+
+KINDS = ("node", "graph", "graph_seq", "node_seq")
+IGNORE = -100  # padding value of sequence targets (cross-entropy ignore_index)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str  # "babi4", ..., "shortest-path", "eulerian"
+    kind: str  # "node": select a node; "graph": a label; "*_seq": a sequence of them + END
+    file_id: str  # official file prefix: N in N_graphs.txt
+    sequence_file: bool  # lives under extra_seq_tasks/ (the two graph-algorithm tasks)
+
+
+TASKS: dict[str, TaskSpec] = {
+    s.name: s
+    for s in (
+        TaskSpec("babi4", "node", "4", False),
+        TaskSpec("babi15", "node", "15", False),
+        TaskSpec("babi16", "node", "16", False),
+        TaskSpec("babi18", "graph", "18", False),
+        TaskSpec("babi19", "graph_seq", "19", False),
+        TaskSpec("shortest-path", "node_seq", "4", True),
+        TaskSpec("eulerian", "node_seq", "5", True),
+    )
+}
+
+
+def task_spec(name: str) -> TaskSpec:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise KeyError(f"unknown bAbI task {name!r}; known: {', '.join(TASKS)}") from None
+
+
+@dataclass(frozen=True)
+class Question:
+    qtype: int  # 0-based question type
+    args: tuple[int, ...]  # 0-based node ids named by the question (they get annotation bits)
+    answer: tuple[int, ...]  # node id(s) or label(s), 0-based; sequences without END
+
+
+@dataclass(frozen=True)
+class SymbolicGraph:
+    edges: tuple[tuple[int, int, int], ...]  # (src, edge_type, dst), 0-based
+    questions: tuple[Question, ...]
+
+
+@dataclass(frozen=True)
+class BabiTask:
+    """One task's train and test graphs plus the sizes of its id spaces."""
+
+    spec: TaskSpec
+    train: tuple[SymbolicGraph, ...]
+    test: tuple[SymbolicGraph, ...]
+    num_nodes: int  # node ids are in [0, num_nodes) in every graph
+    num_edge_types: int
+    num_question_types: int
+    num_labels: int  # answer labels of graph-level tasks (0 when answers are nodes)
+    source: str  # "generated" or the directory the files came from
+    names: dict[str, dict[str, int]] = field(default_factory=dict)  # official dictionaries
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def end_class(self) -> int:
+        """The END output of sequence tasks: an extra node (node_seq) or an extra label."""
+        return self.num_nodes if self.kind == "node_seq" else self.num_labels
+
+    @property
+    def num_classes(self) -> int:
+        """Output classes of a sequence model reading the serialized graph (incl. END)."""
+        base = self.num_labels if self.kind in ("graph", "graph_seq") else self.num_nodes
+        return base + (1 if self.kind.endswith("_seq") else 0)
+
+
+# ------------------------------------------------------------------------------------- loading
+_INT = re.compile(r"^\d+$")
+
+
+def read_graphs_file(path: str | Path, *, kind: str) -> list[SymbolicGraph]:
+    """Parse an official ``N_graphs.txt`` file (1-based ids) into 0-based graphs.
+
+    Raises:
+        DataError: naming the file and line of the first malformed line.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e})") from e
+    graphs: list[SymbolicGraph] = []
+    edges: list[tuple[int, int, int]] = []
+    questions: list[Question] = []
+    start = 1
+
+    def close(lineno: int) -> None:
+        nonlocal edges, questions
+        if edges or questions:
+            if not questions:
+                raise DataError(
+                    f"{path}:{lineno}: the graph starting at line {start} has no question line"
+                )
+            graphs.append(SymbolicGraph(tuple(edges), tuple(questions)))
+        edges, questions = [], []
+
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line:
+            close(lineno)
+            start = lineno + 1
+            continue
+        tokens = line.split()
+        is_question = tokens[0] == "?"
+        body = tokens[1:] if is_question else tokens
+        bad = [t for t in body if not _INT.match(t)]
+        if bad:
+            raise DataError(f"{path}:{lineno}: expected non-negative integers, got {bad[0]!r}")
+        nums = [int(t) for t in body]
+        if is_question:
+            questions.append(_parse_question(nums, kind, path, lineno))
+        else:
+            if len(nums) != 3:
+                raise DataError(
+                    f"{path}:{lineno}: an edge line is 'src edge_type dst', got {len(nums)} numbers"
+                )
+            if min(nums) < 1:
+                raise DataError(f"{path}:{lineno}: ids are 1-based, got 0 in {line!r}")
+            s, t, d = nums
+            edges.append((s - 1, t - 1, d - 1))
+    close(len(lines) + 1)
+    if not graphs:
+        raise DataError(f"{path}: no graphs found")
+    return graphs
+
+
+def _parse_question(nums: list[int], kind: str, path: Path, lineno: int) -> Question:
+    if kind.endswith("_seq"):  # '? qtype a b  answer...' (two arguments, then the sequence)
+        if len(nums) < 4:
+            raise DataError(
+                f"{path}:{lineno}: a sequence question is '? qtype arg1 arg2 answer...', "
+                f"got {len(nums)} numbers"
+            )
+        qtype, args, answer = nums[0], nums[1:3], nums[3:]
+    else:  # '? qtype args... answer'
+        if len(nums) < 3:
+            raise DataError(
+                f"{path}:{lineno}: a question is '? qtype args... answer', got {len(nums)} numbers"
+            )
+        qtype, args, answer = nums[0], nums[1:-1], nums[-1:]
+    if min(nums) < 1:
+        raise DataError(f"{path}:{lineno}: ids are 1-based, got 0")
+    return Question(qtype - 1, tuple(a - 1 for a in args), tuple(a - 1 for a in answer))
+
+
+def read_dictionary(path: str | Path) -> dict[str, int]:
+    """Parse a ``name=id`` dictionary file (``N_edge_types.txt`` etc.); the last '=' separates."""
+    path = Path(path)
+    out: dict[str, int] = {}
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        name, sep, value = line.rpartition("=")
+        if not sep or not name or not _INT.match(value):
+            raise DataError(f"{path}:{lineno}: expected 'name=id', got {line!r}")
+        out[name] = int(value)
+    return out
+
+
+def official_dirs(root: str | Path, name: str, *, fold: int = 1) -> tuple[Path, Path]:
+    """(train_dir, test_dir) of task ``name`` under ``root`` (official or single-fold layout)."""
+    root, spec = Path(root), task_spec(name)
+    if spec.sequence_file:
+        candidates = [
+            root / "extra_seq_tasks" / f"fold_{fold}" / "noisy_parsed",
+            root / "seq",
+        ]
+    else:
+        candidates = [root / f"processed_{fold}", root]
+    for base in candidates:
+        if (base / "train" / f"{spec.file_id}_graphs.txt").is_file():
+            return base / "train", base / "test"
+    raise DataError(
+        f"no {spec.file_id}_graphs.txt for task {name} (fold {fold}) under {root}; expected "
+        f"{candidates[0] / 'train' / f'{spec.file_id}_graphs.txt'} (see paperzoo.data.babi)"
+    )
+
+
+def load_official(name: str, root: str | Path, *, fold: int = 1) -> BabiTask:
+    """Load task ``name`` from the official symbolic files under ``root`` (fold ``fold``).
+
+    Raises:
+        DataError: missing files or malformed lines (with file and line number).
+    """
+    spec = task_spec(name)
+    train_dir, test_dir = official_dirs(root, name, fold=fold)
+    test_file = test_dir / f"{spec.file_id}_graphs.txt"
+    if not test_file.is_file():
+        raise DataError(f"{test_file}: missing (the test split of task {name})")
+    train = read_graphs_file(train_dir / f"{spec.file_id}_graphs.txt", kind=spec.kind)
+    test = read_graphs_file(test_file, kind=spec.kind)
+    names: dict[str, dict[str, int]] = {}
+    for key in ("edge_types", "labels", "question_types", "node_ids"):
+        f = train_dir / f"{spec.file_id}_{key}.txt"
+        if f.is_file():
+            names[key] = read_dictionary(f)
+    return _assemble(spec, train, test, source=str(train_dir.parent), names=names)
+
+
+def _assemble(
+    spec: TaskSpec,
+    train: Sequence[SymbolicGraph],
+    test: Sequence[SymbolicGraph],
+    *,
+    source: str,
+    names: dict[str, dict[str, int]] | None = None,
+    num_nodes: int | None = None,
+    num_edge_types: int | None = None,
+    num_question_types: int | None = None,
+    num_labels: int | None = None,
+) -> BabiTask:
+    """Build a ``BabiTask``, sizing the id spaces from the data (and dictionaries) when not given."""
+    graphs = [*train, *test]
+    node_answers = spec.kind in ("node", "node_seq")
+    max_node = max_type = max_q = max_label = -1
+    for g in graphs:
+        for s, t, d in g.edges:
+            max_node, max_type = max(max_node, s, d), max(max_type, t)
+        for q in g.questions:
+            max_q = max(max_q, q.qtype)
+            max_node = max(max_node, *q.args) if q.args else max_node
+            if node_answers:
+                max_node = max(max_node, *q.answer)
+            else:
+                max_label = max(max_label, *q.answer)
+    names = names or {}
+
+    def size(given: int | None, seen: int, key: str) -> int:
+        n = max(seen + 1, len(names.get(key, {})))
+        if given is not None:
+            if given < seen + 1:
+                raise DataError(f"{spec.name}: ids up to {seen} exceed the declared {key} {given}")
+            n = given
+        return n
+
+    return BabiTask(
+        spec=spec,
+        train=tuple(train),
+        test=tuple(test),
+        num_nodes=size(num_nodes, max_node, "node_ids"),
+        num_edge_types=size(num_edge_types, max_type, "edge_types"),
+        num_question_types=size(num_question_types, max_q, "question_types"),
+        num_labels=0 if node_answers else size(num_labels, max_label, "labels"),
+        source=source,
+        names=names,
+    )
+
+
+# ------------------------------------------------------------------------------------ generators
+# Entity ids (0-based) as in the official symbolic files of each task.
+_B4_N, _B4_E, _B4_NODES = 0, 1, 4  # edge types n=1, e=2
+_B4_Q = {"s": 0, "e": 1, "w": 2, "n": 3}  # question types s=1, e=2, w=3, n=4
+_B15_NAMES, _B15_ANIMALS = (0, 2, 6, 7), (1, 3, 4, 5)  # is=1, has_fear=2
+_B16_NAMES, _B16_COLORS, _B16_ANIMALS = (0, 2, 4, 6, 8), (1, 3, 9, 10), (5, 7, 11, 12)
+_B19_EDGE = {"e": 0, "n": 1, "s": 2, "w": 3}  # edge types e=1, n=2, s=3, w=4
+_B19_LABEL = {"n": 0, "w": 1, "e": 2, "s": 3}  # answer labels n=1, w=2, e=3, s=4
+_B19_STEP = {"n": (0, 1), "s": (0, -1), "e": (1, 0), "w": (-1, 0)}
+
+
+def _shuffled(rng: np.random.Generator, items: Sequence) -> list:
+    return [items[i] for i in rng.permutation(len(items))]
+
+
+def generate_babi4(rng: np.random.Generator) -> SymbolicGraph:
+    """Task 4 (two-argument relations): a chain a-R->b-R->c, asked "what is R/opp(R) of b?"."""
+    a, b, c = (int(v) for v in rng.choice(_B4_NODES, size=3, replace=False))
+    axis = ("n", "e")[rng.integers(2)]
+    etype = _B4_N if axis == "n" else _B4_E
+    edges = _shuffled(rng, [(a, etype, b), (b, etype, c)])  # "a R b": b lies R of a
+    opposite = {"n": "s", "e": "w"}[axis]
+    ask = (axis, opposite)[rng.integers(2)]
+    answer = c if ask == axis else a
+    return SymbolicGraph(tuple(edges), (Question(_B4_Q[ask], (b,), (answer,)),))
+
+
+def generate_babi15(rng: np.random.Generator) -> SymbolicGraph:
+    """Task 15 (basic deduction): actor is animal, animal fears animal; what does actor fear?"""
+    n = len(_B15_ANIMALS)
+    assign = rng.permutation(n)  # actor i is animal assign[i]
+    afraid = [int(rng.choice([j for j in range(n) if j != i])) for i in range(n)]
+    edges = [(_B15_NAMES[i], 0, _B15_ANIMALS[assign[i]]) for i in range(n)]
+    edges += [(_B15_ANIMALS[i], 1, _B15_ANIMALS[afraid[i]]) for i in range(n)]
+    questions = [
+        Question(0, (_B15_NAMES[i],), (_B15_ANIMALS[afraid[assign[i]]],))
+        for i in rng.permutation(n)
+    ]
+    return SymbolicGraph(tuple(_shuffled(rng, edges)), tuple(questions))
+
+
+def generate_babi16(rng: np.random.Generator) -> SymbolicGraph:
+    """Task 16 (basic induction): the color of an actor follows from another of its species."""
+    n_actors, n_animals = len(_B16_NAMES), len(_B16_ANIMALS)
+    color_of = rng.permutation(n_animals)  # animal -> color, a bijection
+    animal_of = [int(rng.integers(n_animals)) for _ in range(n_actors)]
+    q = int(rng.integers(n_actors))
+    while animal_of.count(animal_of[q]) < 2:  # make sure induction can be performed
+        animal_of[q] = int(rng.integers(n_animals))
+    has_color = [
+        (_B16_NAMES[i], 0, _B16_COLORS[color_of[animal_of[i]]]) for i in range(n_actors) if i != q
+    ]
+    is_a = [(_B16_NAMES[i], 1, _B16_ANIMALS[animal_of[i]]) for i in range(n_actors)]
+    answer = _B16_COLORS[color_of[animal_of[q]]]
+    question = Question(0, (_B16_NAMES[q],), (answer,))
+    return SymbolicGraph(tuple(_shuffled(rng, has_color + is_a)), (question,))
+
+
+def _dag_dist(edges: set[tuple[int, int]], src: int) -> dict[int, int]:
+    adj: dict[int, list[int]] = {}
+    for u, v in edges:
+        adj.setdefault(u, []).append(v)
+    dist, todo = {src: 0}, deque([src])
+    while todo:
+        u = todo.popleft()
+        for v in adj.get(u, []):
+            if v not in dist:
+                dist[v] = dist[u] + 1
+                todo.append(v)
+    return dist
+
+
+def _pairs_at_distance(edges: set[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    nodes = sorted({u for e in edges for u in e})
+    return [(x, y) for x in nodes for y, d in sorted(_dag_dist(edges, x).items()) if d == length]
+
+
+def generate_babi18(rng: np.random.Generator, *, num_objects: int = 6) -> SymbolicGraph:
+    """Task 18 (size reasoning, fixed version): "x > y" facts, questions "is x < y?" (balanced).
+
+    As bAbI's Size task: a chain of two facts guarantees a question, then 2..7 further true
+    facts that keep at least one pair at shortest distance 2; every pair at distance exactly 2 is
+    asked, as (small < big) -> true or (big < small) -> false with probability 1/2 each.
+    """
+    order = [int(v) for v in rng.permutation(num_objects)]  # order[0] is the biggest
+    first = sorted(int(v) for v in rng.choice(num_objects, size=3, replace=False))
+    facts = [(order[first[0]], order[first[1]]), (order[first[1]], order[first[2]])]
+    known = set(facts)
+    for _ in range(int(rng.integers(2, 8))):  # math.random(steps, 7) with steps = 2
+        tries = 0
+        while True:
+            tries += 1
+            i, j = sorted(int(v) for v in rng.choice(num_objects, size=2, replace=False))
+            fact = (order[i], order[j])
+            if fact in known:
+                continue
+            known.add(fact)
+            if _pairs_at_distance(known, 2):
+                facts.append(fact)
+                break
+            known.discard(fact)
+            if tries > 100:
+                break
+    edges = [(big, 0, small) for big, small in _shuffled(rng, facts)]  # edge type ">"
+    questions = []
+    for big, small in _shuffled(rng, _pairs_at_distance(known, 2)):
+        if rng.integers(2) == 0:
+            questions.append(Question(0, (small, big), (0,)))  # "small < big": true (label 0)
+        else:
+            questions.append(Question(0, (big, small), (1,)))  # "big < small": false (label 1)
+    return SymbolicGraph(tuple(edges), tuple(questions))
+
+
+def _grid_paths(cells: dict[tuple[int, int], int], src: tuple, dst: tuple, limit: int) -> int:
+    """Number of simple paths src -> dst (up to ``limit``) between 4-adjacent occupied cells."""
+    count = 0
+
+    def walk(c: tuple, seen: set) -> None:
+        nonlocal count
+        if count >= limit:
+            return
+        if c == dst:
+            count += 1
+            return
+        for dx, dy in _B19_STEP.values():
+            n = (c[0] + dx, c[1] + dy)
+            if n in cells and n not in seen:
+                walk(n, seen | {n})
+
+    walk(src, {src})
+    return count
+
+
+def generate_babi19(
+    rng: np.random.Generator, *, num_locations: int = 6, path_length: int = 2, decoys: int = 2
+) -> SymbolicGraph:
+    """Task 19 (path finding) as bAbI's PathFinding: a path on a grid plus decoy locations.
+
+    Locations sit on grid cells; a move is accepted only if the source->target path stays unique
+    among 4-adjacent occupied cells. The answer is the sequence of directions (labels).
+    """
+    locs = [int(v) for v in rng.permutation(num_locations)]
+    dirs = list(_B19_STEP)
+    cells: dict[tuple[int, int], int] = {(0, 0): locs[0]}
+    where = {locs[0]: (0, 0)}
+    edges, path = [], []
+    cur, i = (0, 0), 1
+    while len(path) < path_length:
+        d = dirs[rng.integers(4)]
+        nxt = (cur[0] + _B19_STEP[d][0], cur[1] + _B19_STEP[d][1])
+        if nxt in cells:
+            continue
+        cells[nxt] = locs[i]
+        if _grid_paths(cells, (0, 0), nxt, 2) > 1:
+            del cells[nxt]
+            continue
+        where[locs[i]] = nxt
+        edges.append((cells[cur], _B19_EDGE[d], locs[i]))
+        path.append(d)
+        cur, i = nxt, i + 1
+    target = cur
+    placed = 0
+    while placed < decoys:
+        rel = locs[int(rng.integers(i))]  # any location placed so far
+        d = dirs[rng.integers(4)]
+        cell = (where[rel][0] + _B19_STEP[d][0], where[rel][1] + _B19_STEP[d][1])
+        if cell in cells:
+            continue
+        cells[cell] = locs[i]
+        if _grid_paths(cells, (0, 0), target, 2) > 1:
+            del cells[cell]
+            continue
+        where[locs[i]] = cell
+        edges.append((rel, _B19_EDGE[d], locs[i]))
+        i, placed = i + 1, placed + 1
+    question = Question(0, (locs[0], cells[target]), tuple(_B19_LABEL[d] for d in path))
+    return SymbolicGraph(tuple(_shuffled(rng, edges)), (question,))
+
+
+GENERATORS: dict[str, Callable[[np.random.Generator], SymbolicGraph]] = {
+    "babi4": generate_babi4,
+    "babi15": generate_babi15,
+    "babi16": generate_babi16,
+    "babi18": generate_babi18,
+    "babi19": generate_babi19,
+}
+# Sizes of the id spaces of generated tasks: (nodes, edge types, question types, labels).
+_SIZES = {
+    "babi4": (4, 2, 4, 0),
+    "babi15": (8, 2, 1, 0),
+    "babi16": (13, 2, 1, 0),
+    "babi18": (6, 1, 1, 2),
+    "babi19": (6, 4, 1, 4),
+    "shortest-path": (9, 1, 1, 0),
+    "eulerian": (9, 1, 1, 0),
+}
+
+
+def generate_task(name: str, *, n_train: int, n_test: int, seed: int) -> BabiTask:
+    """Generate ``n_train`` + ``n_test`` graphs of task ``name`` (independent streams per split)."""
+    spec = task_spec(name)
+    if spec.sequence_file:
+        from paperzoo.data.graph_seq import SEQ_GENERATORS
+
+        gen = SEQ_GENERATORS[name]
+    else:
+        gen = GENERATORS[name]
+    train_ss, test_ss = np.random.SeedSequence([seed, *name.encode()]).spawn(2)
+    train_rng, test_rng = np.random.default_rng(train_ss), np.random.default_rng(test_ss)
+    train = [gen(train_rng) for _ in range(n_train)]
+    test = [gen(test_rng) for _ in range(n_test)]
+    n, k, q, labels = _SIZES[name]
+    return _assemble(
+        spec,
+        train,
+        test,
+        source="generated",
+        num_nodes=n,
+        num_edge_types=k,
+        num_question_types=q,
+        num_labels=labels if labels else None,
+    )
+
+
+def load_task(
+    name: str,
+    *,
+    data_root: str | Path | None = None,
+    fold: int = 1,
+    n_train: int = 1000,
+    n_test: int = 1000,
+    seed: int = 0,
+    download: bool = False,
+) -> BabiTask:
+    """Official files when ``data_root`` is given, generated data otherwise."""
+    if data_root is None:
+        return generate_task(name, n_train=n_train, n_test=n_test, seed=seed)
+    try:
+        return load_official(name, data_root, fold=fold)
+    except DataError:
+        if download:
+            raise DataError(
+                "the symbolic bAbI files have no canonical download: the GG-NN authors generate "
+                "them with babi/data/get_10_fold_data.sh (github.com/yujiali/ggnn); run it and "
+                "point --data-root at its output, or drop --data-root to use paperzoo's generator"
+            ) from None
+        raise
+
+
+# ----------------------------------------------------------------------------------- batching
+@dataclass(frozen=True)
+class GraphExample:
+    """One question about one graph, as tensors.
+
+    Shapes:
+        x: (n, annotation_dim); edge_index: (2, E); edge_type: (E,); y: (L,) targets (node ids
+        local to the graph, or labels; sequence tasks end with END)
+    """
+
+    x: Tensor
+    edge_index: Tensor
+    edge_type: Tensor
+    y: Tensor
+    qtype: int
+
+
+def encode(
+    task: BabiTask, graph: SymbolicGraph, question: Question, annotation_dim: int
+) -> GraphExample:
+    """Annotate the question's arguments (bit i marks argument i) and build the targets.
+
+    Sequence tasks with node outputs get an extra isolated END node whose last annotation bit is
+    set, and END appended to the targets (as the authors' ``seq_data.add_end_node``).
+    """
+    n = task.num_nodes + (1 if task.kind == "node_seq" else 0)
+    needed = len(question.args) + (1 if task.kind == "node_seq" else 0)  # + the END bit
+    if needed > annotation_dim:
+        raise ValueError(f"task {task.spec.name} needs annotation_dim >= {needed}")
+    x = torch.zeros(n, annotation_dim)
+    for i, a in enumerate(question.args):
+        x[a, i] = 1.0
+    if task.kind == "node_seq":
+        x[task.num_nodes, annotation_dim - 1] = 1.0
+    e = torch.tensor(graph.edges, dtype=torch.long).view(-1, 3)
+    y = list(question.answer)
+    if task.kind.endswith("_seq"):
+        y.append(task.end_class)
+    return GraphExample(
+        x=x,
+        edge_index=e[:, [0, 2]].t().contiguous(),
+        edge_type=e[:, 1].contiguous(),
+        y=torch.tensor(y, dtype=torch.long),
+        qtype=question.qtype,
+    )
+
+
+def examples(
+    task: BabiTask,
+    graphs: Sequence[SymbolicGraph],
+    *,
+    annotation_dim: int,
+    question_type: int | None = None,
+) -> list[GraphExample]:
+    """Every question of ``graphs`` (optionally only of one question type) as an example."""
+    return [
+        encode(task, g, q, annotation_dim)
+        for g in graphs
+        for q in g.questions
+        if question_type is None or q.qtype == question_type
+    ]
+
+
+def collate(batch: Sequence[GraphExample]) -> dict[str, Tensor]:
+    """Batch examples into one disjoint graph (node ids offset, PyG style).
+
+    Returns:
+        dict with x (N, A), edge_index (2, E), edge_type (E,), batch (N,), y (B, L) padded with
+        ``IGNORE``, num_nodes (B,).
+    """
+    if not batch:
+        raise ValueError("cannot collate an empty batch")
+    sizes = torch.tensor([ex.x.shape[0] for ex in batch])
+    offsets = torch.cumsum(sizes, 0) - sizes
+    n_edges = torch.tensor([ex.edge_index.shape[1] for ex in batch])
+    edge_index = torch.cat([ex.edge_index for ex in batch], dim=1)
+    edge_index = edge_index + torch.repeat_interleave(offsets, n_edges)  # (2, E)
+    y_len = max(ex.y.numel() for ex in batch)
+    y = torch.full((len(batch), y_len), IGNORE, dtype=torch.long)
+    for i, ex in enumerate(batch):
+        y[i, : ex.y.numel()] = ex.y
+    return {
+        "x": torch.cat([ex.x for ex in batch]),
+        "edge_index": edge_index,
+        "edge_type": torch.cat([ex.edge_type for ex in batch]),
+        "batch": torch.repeat_interleave(torch.arange(len(batch)), sizes),
+        "y": y,
+        "num_nodes": sizes,
+    }
+
+
+# -------------------------------------------------------------------- serialized (RNN baselines)
+PAD, EOL, GO = 0, 1, 2  # special tokens
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Token ids of the serialized graphs: specials, then nodes, edge types, question types."""
+
+    num_nodes: int
+    num_edge_types: int
+    num_question_types: int
+
+    def node(self, i: int) -> int:
+        return 3 + i
+
+    def edge(self, t: int) -> int:
+        return 3 + self.num_nodes + t
+
+    def question(self, q: int) -> int:
+        return 3 + self.num_nodes + self.num_edge_types + q
+
+    def __len__(self) -> int:
+        return 3 + self.num_nodes + self.num_edge_types + self.num_question_types
+
+
+def vocabulary(task: BabiTask) -> Vocabulary:
+    return Vocabulary(task.num_nodes, task.num_edge_types, task.num_question_types)
+
+
+def serialize(
+    task: BabiTask, graph: SymbolicGraph, question: Question
+) -> tuple[list[int], list[int]]:
+    """(tokens, targets): "src type dst EOL" per edge, then "qtype args... EOL".
+
+    Targets are the answer (node ids or labels, as output classes) plus END for sequence tasks.
+    """
+    v = vocabulary(task)
+    tokens: list[int] = []
+    for s, t, d in graph.edges:
+        tokens += [v.node(s), v.edge(t), v.node(d), EOL]
+    tokens += [v.question(question.qtype), *(v.node(a) for a in question.args), EOL]
+    targets = list(question.answer)
+    if task.kind.endswith("_seq"):
+        targets.append(task.end_class)
+    return tokens, targets
+
+
+def sequences(task: BabiTask, graphs: Sequence[SymbolicGraph]) -> tuple[Tensor, Tensor, Tensor]:
+    """All questions of ``graphs`` serialized and padded.
+
+    Returns:
+        tokens (M, L) padded with PAD, lengths (M,), targets (M, T) padded with ``IGNORE``.
+    """
+    pairs = [serialize(task, g, q) for g in graphs for q in g.questions]
+    n_tok = max(len(t) for t, _ in pairs)
+    n_tgt = max(len(y) for _, y in pairs)
+    tokens = torch.full((len(pairs), n_tok), PAD, dtype=torch.long)
+    targets = torch.full((len(pairs), n_tgt), IGNORE, dtype=torch.long)
+    for i, (t, y) in enumerate(pairs):
+        tokens[i, : len(t)] = torch.tensor(t)
+        targets[i, : len(y)] = torch.tensor(y)
+    lengths = torch.tensor([len(t) for t, _ in pairs])
+    return tokens, lengths, targets

@@ -1,0 +1,302 @@
+"""Gated Graph Neural Networks and Gated Graph Sequence Neural Networks (Li, Tarlow, Brockschmidt
+& Zemel, ICLR 2016, arXiv:1511.05493), plus the RNN/LSTM baselines that read serialized graphs.
+
+* ``GatedGraphNet``: propagation (``paperzoo.nn.graph.GatedGraphPropagation``) and one output:
+  node selection (Sec. 3.3: a score per node, softmax over each graph's nodes) or a graph-level
+  classification through the gated readout of Eq. 7.
+* ``GatedGraphSequenceNet`` (GGS-NN, Sec. 4): a sequence of outputs o(1..K); after each output
+  the node annotations are re-predicted, X(k+1) = sigmoid(j([h, X(k)])), and propagated again.
+  ``share_propagation=True`` is the variant the authors ran for bAbI 19 and the sequence tasks
+  (one propagation net feeds both the output and the annotation heads); ``False`` uses separate
+  nets F_o and F_x as in Fig. 2 of the paper. Annotations after the first step are latent: they
+  are trained only through the outputs (as in the authors' code). Sequences end with an END
+  output: an extra node (node outputs) or an extra class (graph outputs).
+* ``SequenceBaseline``: an RNN or LSTM over the token sequence of a serialized graph (Sec. 5.1's
+  baselines); after the question it is fed GO tokens, one per further output.
+
+Output heads follow the authors' Lua code (github.com/yujiali/ggnn): node scores are
+g([h, x]) * sigmoid(gate([h, x])) with g a one-hidden-layer tanh MLP; the graph classifier puts a
+tanh layer of width ``state_dim`` after the readout; annotation heads are one-hidden-layer MLPs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from paperzoo.models.registry import MODELS
+from paperzoo.nn.graph import GatedGraphPropagation, GatedReadout, to_dense_batch
+
+Output = Literal["node", "graph"]
+
+
+class NodeSelectionHead(nn.Module):
+    """score_v = g([h_v, x_v]) * sigmoid(gate([h_v, x_v])). Shapes: (N, D + A) -> (N,)."""
+
+    def __init__(self, *, in_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(in_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        self.gate = nn.Linear(in_dim, 1)
+
+    def forward(self, hx: Tensor) -> Tensor:
+        return (self.mlp(hx) * torch.sigmoid(self.gate(hx))).squeeze(-1)
+
+
+class GraphClassifierHead(nn.Module):
+    """Eq. 7 readout followed by a tanh layer and a linear classifier.
+
+    Shapes:
+        hx: (N, D + A); batch: (N,) -> (num_graphs, num_classes)
+    """
+
+    def __init__(self, *, in_dim: int, hidden: int, num_classes: int) -> None:
+        super().__init__()
+        self.readout = GatedReadout(in_dim=in_dim, out_dim=hidden)
+        self.classifier = nn.Sequential(
+            nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, num_classes)
+        )
+
+    def forward(self, hx: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
+        return self.classifier(self.readout(hx, batch, num_graphs))
+
+
+def _num_graphs(batch: Tensor | None, num_graphs: int | None) -> int:
+    if num_graphs is not None:
+        return num_graphs
+    return 1 if batch is None or batch.numel() == 0 else int(batch.max()) + 1
+
+
+def _batch(x: Tensor, batch: Tensor | None) -> Tensor:
+    return torch.zeros(x.shape[0], dtype=torch.long, device=x.device) if batch is None else batch
+
+
+class GatedGraphNet(nn.Module):
+    """GG-NN with a node-selection or graph-classification output.
+
+    Args:
+        state_dim: D.
+        annotation_dim: A <= D.
+        num_edge_types: K.
+        output: "node" (one score per node) or "graph" (class logits per graph).
+        num_classes: classes of the graph output.
+        num_steps: propagation steps T.
+        tie_directions, edge_bias: see ``GatedGraphPropagation``.
+
+    Shapes:
+        x: (N, A); edge_index: (2, E); edge_type: (E,); batch: (N,) ->
+        (N,) node scores, or (num_graphs, num_classes) logits
+    """
+
+    def __init__(
+        self,
+        *,
+        state_dim: int,
+        annotation_dim: int,
+        num_edge_types: int,
+        output: Output = "node",
+        num_classes: int | None = None,
+        num_steps: int = 5,
+        tie_directions: bool = False,
+        edge_bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if output not in ("node", "graph"):
+            raise ValueError(f"output must be 'node' or 'graph', got {output!r}")
+        if output == "graph" and not num_classes:
+            raise ValueError("output='graph' needs num_classes")
+        self.output = output
+        self.propagation = GatedGraphPropagation(
+            state_dim=state_dim,
+            annotation_dim=annotation_dim,
+            num_edge_types=num_edge_types,
+            num_steps=num_steps,
+            tie_directions=tie_directions,
+            edge_bias=edge_bias,
+        )
+        in_dim = state_dim + annotation_dim
+        self.head: nn.Module = (
+            NodeSelectionHead(in_dim=in_dim, hidden=state_dim)
+            if output == "node"
+            else GraphClassifierHead(in_dim=in_dim, hidden=state_dim, num_classes=num_classes or 0)
+        )
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_type: Tensor | None = None,
+        batch: Tensor | None = None,
+        *,
+        num_graphs: int | None = None,
+    ) -> Tensor:
+        h = self.propagation(x, edge_index, edge_type)  # (N, D)
+        hx = torch.cat([h, x], dim=1)  # (N, D + A)
+        if self.output == "node":
+            return self.head(hx)
+        return self.head(hx, _batch(x, batch), _num_graphs(batch, num_graphs))
+
+
+class GatedGraphSequenceNet(nn.Module):
+    """GGS-NN: K outputs, re-predicting the annotations and propagating again before each.
+
+    Args:
+        state_dim, annotation_dim, num_edge_types, num_steps, tie_directions, edge_bias:
+            as for ``GatedGraphNet``.
+        output: "node" (a node per step; END is a node of the graph) or "graph" (a class per step).
+        num_classes: classes of the graph output (including END).
+        share_propagation: one propagation net for outputs and annotations (the authors' runs).
+
+    Shapes:
+        x: (N, A) -> (N, num_outputs) node scores, or (num_graphs, num_outputs, num_classes)
+    """
+
+    def __init__(
+        self,
+        *,
+        state_dim: int,
+        annotation_dim: int,
+        num_edge_types: int,
+        output: Output = "node",
+        num_classes: int | None = None,
+        num_steps: int = 5,
+        share_propagation: bool = True,
+        tie_directions: bool = False,
+        edge_bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if output not in ("node", "graph"):
+            raise ValueError(f"output must be 'node' or 'graph', got {output!r}")
+        if output == "graph" and not num_classes:
+            raise ValueError("output='graph' needs num_classes")
+        self.output = output
+        self.share_propagation = share_propagation
+
+        def prop() -> GatedGraphPropagation:
+            return GatedGraphPropagation(
+                state_dim=state_dim,
+                annotation_dim=annotation_dim,
+                num_edge_types=num_edge_types,
+                num_steps=num_steps,
+                tie_directions=tie_directions,
+                edge_bias=edge_bias,
+            )
+
+        self.propagation = prop()  # F_o (and F_x when shared)
+        self.annotation_propagation = None if share_propagation else prop()  # F_x
+        in_dim = state_dim + annotation_dim
+        self.head: nn.Module = (
+            NodeSelectionHead(in_dim=in_dim, hidden=state_dim)
+            if output == "node"
+            else GraphClassifierHead(in_dim=in_dim, hidden=state_dim, num_classes=num_classes or 0)
+        )
+        self.annotation_head = nn.Sequential(  # X(k+1) = sigmoid(j([h, X(k)]))
+            nn.Linear(in_dim, state_dim), nn.Tanh(), nn.Linear(state_dim, annotation_dim)
+        )
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_type: Tensor | None = None,
+        batch: Tensor | None = None,
+        *,
+        num_outputs: int,
+        num_graphs: int | None = None,
+    ) -> Tensor:
+        if num_outputs < 1:
+            raise ValueError(f"num_outputs must be >= 1, got {num_outputs}")
+        b, g = _batch(x, batch), _num_graphs(batch, num_graphs)
+        outs = []
+        ann = x
+        for k in range(num_outputs):
+            h = self.propagation(ann, edge_index, edge_type)  # H_o(k), (N, D)
+            hx = torch.cat([h, ann], dim=1)
+            outs.append(self.head(hx) if self.output == "node" else self.head(hx, b, g))
+            if k + 1 < num_outputs:
+                if self.annotation_propagation is not None:
+                    h = self.annotation_propagation(ann, edge_index, edge_type)  # H_x(k)
+                    hx = torch.cat([h, ann], dim=1)
+                ann = torch.sigmoid(self.annotation_head(hx))  # X(k+1), (N, A)
+        return torch.stack(outs, dim=1)  # (N, K) or (B, K, C)
+
+
+def node_selection_logits(scores: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
+    """Per-graph node log-probabilities, padded with -inf.
+
+    Shapes:
+        scores: (N,) or (N, K) -> (B, max_nodes) or (B, K, max_nodes)
+    """
+    dense, _ = to_dense_batch(scores, batch, num_graphs, fill=float("-inf"))  # (B, M[, K])
+    if dense.dim() == 3:
+        dense = dense.transpose(1, 2)  # (B, K, M)
+    return F.log_softmax(dense, dim=-1)
+
+
+class SequenceBaseline(nn.Module):
+    """RNN/LSTM over token sequences; the first output after the last token, then GO steps.
+
+    Args:
+        vocab_size: token ids in [0, vocab_size); 0 is padding, ``go_token`` starts outputs.
+        num_classes: output classes.
+        cell: "lstm" or "rnn" (tanh).
+        embed_dim, hidden_dim: sizes (the authors used 50 and 50).
+
+    Shapes:
+        tokens: (B, L); lengths: (B,) -> (B, num_outputs, num_classes)
+    """
+
+    def __init__(
+        self,
+        *,
+        vocab_size: int,
+        num_classes: int,
+        cell: Literal["lstm", "rnn"] = "lstm",
+        embed_dim: int = 50,
+        hidden_dim: int = 50,
+        go_token: int = 2,
+    ) -> None:
+        super().__init__()
+        if cell not in ("lstm", "rnn"):
+            raise ValueError(f"cell must be 'lstm' or 'rnn', got {cell!r}")
+        self.go_token = go_token
+        self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=0)
+        rnn_cls = nn.LSTM if cell == "lstm" else nn.RNN
+        self.rnn = rnn_cls(embed_dim, hidden_dim, batch_first=True)
+        self.out = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, tokens: Tensor, lengths: Tensor, *, num_outputs: int = 1) -> Tensor:
+        packed = pack_padded_sequence(
+            self.embed(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        _, state = self.rnn(packed)
+        h_n = state[0] if isinstance(state, tuple) else state  # (1, B, H)
+        hidden = [h_n[-1].unsqueeze(1)]  # (B, 1, H)
+        if num_outputs > 1:
+            go = torch.full((tokens.shape[0], num_outputs - 1), self.go_token, device=tokens.device)
+            out, _ = self.rnn(self.embed(go), state)  # (B, K-1, H)
+            hidden.append(out)
+        return self.out(torch.cat(hidden, dim=1))  # (B, K, C)
+
+
+MODELS.register("ggnn")(GatedGraphNet)
+MODELS.register("ggsnn")(GatedGraphSequenceNet)
+
+
+@MODELS.register("babi-lstm")
+def babi_lstm(*, vocab_size: int, num_classes: int, hidden_dim: int = 50) -> SequenceBaseline:
+    """LSTM baseline over serialized graphs."""
+    return SequenceBaseline(
+        vocab_size=vocab_size, num_classes=num_classes, cell="lstm", hidden_dim=hidden_dim
+    )
+
+
+@MODELS.register("babi-rnn")
+def babi_rnn(*, vocab_size: int, num_classes: int, hidden_dim: int = 50) -> SequenceBaseline:
+    """Vanilla (tanh) RNN baseline over serialized graphs."""
+    return SequenceBaseline(
+        vocab_size=vocab_size, num_classes=num_classes, cell="rnn", hidden_dim=hidden_dim
+    )

@@ -1,0 +1,139 @@
+"""GG-NN / GGS-NN output models and the RNN/LSTM baselines."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from paperzoo.data import babi
+from paperzoo.engine import seeded
+from paperzoo.models import create_model
+from paperzoo.models.ggnn import (
+    GatedGraphNet,
+    GatedGraphSequenceNet,
+    SequenceBaseline,
+    node_selection_logits,
+)
+
+
+def _batch(task: str, n: int, annotation_dim: int) -> tuple[babi.BabiTask, dict[str, Tensor]]:
+    t = babi.generate_task(task, n_train=n, n_test=0, seed=0)
+    return t, babi.collate(babi.examples(t, t.train, annotation_dim=annotation_dim))
+
+
+def _args(b: dict[str, Tensor]) -> tuple[Tensor, ...]:
+    return b["x"], b["edge_index"], b["edge_type"], b["batch"]
+
+
+def test_node_selection_is_a_softmax_over_each_graphs_nodes() -> None:
+    task, b = _batch("babi15", 4, 1)
+    with seeded(0):
+        model = GatedGraphNet(state_dim=5, annotation_dim=1, num_edge_types=2)
+    scores = model(*_args(b))
+    assert scores.shape == (b["x"].shape[0],)
+    logp = node_selection_logits(scores, b["batch"], len(b["y"]))
+    assert logp.shape == (16, task.num_nodes)  # 4 graphs x 4 questions, 8 nodes each
+    assert torch.allclose(logp.exp().sum(1), torch.ones(16), atol=1e-5)
+
+
+def test_graph_and_node_outputs_batch_like_one_by_one() -> None:
+    task, b = _batch("babi18", 5, 2)
+    exs = babi.examples(task, task.train, annotation_dim=2)
+    with seeded(1):
+        graph_model = GatedGraphNet(
+            state_dim=3, annotation_dim=2, num_edge_types=1, output="graph", num_classes=2
+        )
+        node_model = GatedGraphNet(state_dim=3, annotation_dim=2, num_edge_types=1)
+    batched = graph_model(*_args(b), num_graphs=len(exs))
+    single = torch.cat([graph_model(ex.x, ex.edge_index, ex.edge_type) for ex in exs])
+    assert torch.allclose(batched, single, atol=1e-6)
+    nodes = node_model(*_args(b))
+    assert torch.allclose(
+        nodes, torch.cat([node_model(ex.x, ex.edge_index, ex.edge_type) for ex in exs]), atol=1e-6
+    )
+
+
+def test_ggsnn_first_output_is_a_plain_ggnn() -> None:
+    task, b = _batch("shortest-path", 3, 10)
+    with seeded(2):
+        seq = GatedGraphSequenceNet(state_dim=12, annotation_dim=10, num_edge_types=1)
+    plain = GatedGraphNet(state_dim=12, annotation_dim=10, num_edge_types=1)
+    plain.propagation.load_state_dict(seq.propagation.state_dict())
+    plain.head.load_state_dict(seq.head.state_dict())
+    out = seq(*_args(b), num_outputs=4)
+    assert out.shape == (b["x"].shape[0], 4)
+    assert torch.allclose(out[:, 0], plain(*_args(b)), atol=1e-6)
+    # Later outputs depend on the predicted annotations; the first one does not.
+    with torch.no_grad():
+        seq.annotation_head[-1].bias.add_(1.0)
+    out2 = seq(*_args(b), num_outputs=4)
+    assert torch.allclose(out2[:, 0], out[:, 0])
+    assert not torch.allclose(out2[:, 1:], out[:, 1:], atol=1e-4)
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_ggsnn_graph_outputs_and_gradients(share: bool) -> None:
+    task, b = _batch("babi19", 4, 3)
+    with seeded(3):
+        model = GatedGraphSequenceNet(
+            state_dim=6,
+            annotation_dim=3,
+            num_edge_types=4,
+            output="graph",
+            num_classes=task.num_labels + 1,
+            share_propagation=share,
+        )
+    assert (model.annotation_propagation is None) == share
+    out = model(*_args(b), num_outputs=b["y"].shape[1])
+    assert out.shape == (4, 3, 5)  # 4 graphs, 2 directions + END, 4 labels + END
+    F.cross_entropy(out.flatten(0, 1), b["y"].flatten()).backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_ggnn_learns_babi15_from_50_graphs() -> None:
+    task = babi.generate_task("babi15", n_train=50, n_test=25, seed=0)
+    train = babi.examples(task, task.train, annotation_dim=1)
+    test = babi.collate(babi.examples(task, task.test, annotation_dim=1))
+    with seeded(0):
+        model = GatedGraphNet(state_dim=5, annotation_dim=1, num_edge_types=2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.005)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        b = babi.collate([train[int(i)] for i in torch.randint(len(train), (10,), generator=g)])
+        loss = F.nll_loss(node_selection_logits(model(*_args(b)), b["batch"], 10), b["y"][:, 0])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        pred = node_selection_logits(model(*_args(test)), test["batch"], 100).argmax(1)
+    assert (pred == test["y"][:, 0]).float().mean() >= 0.95
+
+
+def test_sequence_baseline_ignores_padding() -> None:
+    with seeded(4):
+        model = SequenceBaseline(vocab_size=20, num_classes=7, cell="lstm")
+    tokens = torch.tensor([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]])
+    lengths = torch.tensor([3, 5])
+    out = model(tokens, lengths, num_outputs=3)
+    assert out.shape == (2, 3, 7)
+    alone = model(tokens[:1, :3], lengths[:1], num_outputs=3)
+    assert torch.allclose(out[:1], alone, atol=1e-6)
+    rnn = SequenceBaseline(vocab_size=20, num_classes=7, cell="rnn")
+    assert rnn(tokens, lengths).shape == (2, 1, 7)
+
+
+def test_registry_builds_models_strictly() -> None:
+    m = create_model("ggnn", state_dim=4, annotation_dim=1, num_edge_types=2)
+    assert isinstance(m, GatedGraphNet)
+    assert isinstance(
+        create_model("ggsnn", state_dim=4, annotation_dim=3, num_edge_types=1),
+        GatedGraphSequenceNet,
+    )
+    assert isinstance(create_model("babi-lstm", vocab_size=10, num_classes=3), SequenceBaseline)
+    with pytest.raises(TypeError, match="unknown argument"):
+        create_model("ggnn", state_dim=4, annotation_dim=1, num_edge_types=2, typo=1)
+    with pytest.raises(ValueError, match="num_classes"):
+        GatedGraphNet(state_dim=4, annotation_dim=1, num_edge_types=1, output="graph")

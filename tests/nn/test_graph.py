@@ -1,0 +1,194 @@
+"""Gated graph propagation: hand-computed values, a dense reference, direction, batching."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import Tensor
+
+from paperzoo.engine import seeded
+from paperzoo.nn.graph import (
+    GatedGraphPropagation,
+    GatedReadout,
+    global_add_pool,
+    reverse_edges,
+    to_dense_batch,
+)
+
+
+def _sig(v: float) -> float:
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def _random_graph(
+    g: torch.Generator, n: int, e: int, k: int, a: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    x = torch.rand(n, a, generator=g)
+    edge_index = torch.randint(n, (2, e), generator=g)
+    edge_type = torch.randint(k, (e,), generator=g)
+    return x, edge_index, edge_type
+
+
+def _dense_reference(
+    prop: GatedGraphPropagation, x: Tensor, edge_index: Tensor, edge_type: Tensor, steps: int
+) -> Tensor:
+    """The paper's equations with per-type dense adjacency matrices (independent of the module)."""
+    n, d, k = x.shape[0], prop.state_dim, prop.num_edge_types
+    adj = torch.zeros(k, n, n)  # adj[t, v, u] = number of edges u -> v of type t
+    for (u, v), t in zip(edge_index.t().tolist(), edge_type.tolist(), strict=True):
+        adj[t, v, u] += 1
+    w_in, w_out = prop.weight[0], prop.weight[-1]
+    b_in, b_out = prop.bias[0], prop.bias[-1]
+    wa, ba = prop.lin_a.weight, prop.lin_a.bias
+    uzr, uc = prop.lin_h_zr.weight, prop.lin_h_c.weight
+    h = torch.cat([x, torch.zeros(n, d - x.shape[1])], dim=1)
+    for _ in range(steps):
+        a_in = sum(adj[t] @ (h @ w_in[t] + b_in[t]) for t in range(k))
+        a_out = sum(adj[t].t() @ (h @ w_out[t] + b_out[t]) for t in range(k))
+        a = a_in + a_out if prop.tie_directions else torch.cat([a_in, a_out], 1)
+        pa = a @ wa.t() + ba
+        z = torch.sigmoid(pa[:, :d] + h @ uzr[:d].t())
+        r = torch.sigmoid(pa[:, d : 2 * d] + h @ uzr[d:].t())
+        cand = torch.tanh(pa[:, 2 * d :] + (r * h) @ uc.t())
+        h = (1 - z) * h + z * cand
+    return h
+
+
+def test_hand_computed_three_node_example() -> None:
+    # Path 0 -> 1 -> 2, one edge type, state = annotation = 1 dimension, one step.
+    prop = GatedGraphPropagation(state_dim=1, annotation_dim=1, num_edge_types=1, num_steps=1)
+    with torch.no_grad():
+        prop.weight[0, 0, 0, 0] = 2.0  # incoming message weight
+        prop.weight[1, 0, 0, 0] = -1.0  # outgoing message weight
+        prop.bias.fill_(0.5)  # every message gets +0.5
+        prop.lin_a.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+        prop.lin_a.bias.copy_(torch.tensor([0.0, 0.0, 0.1]))
+        prop.lin_h_zr.weight.copy_(torch.tensor([[1.0], [-1.0]]))
+        prop.lin_h_c.weight.fill_(3.0)
+    x = torch.tensor([[1.0], [2.0], [-1.0]])
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    out = prop(x, edge_index, torch.zeros(2, dtype=torch.long))
+
+    def node(h: float, a_in: float, a_out: float) -> float:
+        z = _sig(a_in + h)  # row 0 of lin_a, U_z = 1
+        r = _sig(a_out - h)  # row 1 of lin_a, U_r = -1
+        cand = math.tanh(a_in + a_out + 0.1 + 3.0 * r * h)
+        return (1 - z) * h + z * cand
+
+    expected = [
+        node(1.0, 0.0, -1.0 * 2.0 + 0.5),  # node 0: no incoming; outgoing to node 1 (h=2)
+        node(2.0, 2.0 * 1.0 + 0.5, -1.0 * -1.0 + 0.5),  # node 1: in from 0, out to 2
+        node(-1.0, 2.0 * 2.0 + 0.5, 0.0),  # node 2: in from 1, no outgoing
+    ]
+    assert out.squeeze(1).tolist() == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_matches_dense_per_type_reference(tie: bool) -> None:
+    g = torch.Generator().manual_seed(0)
+    prop = GatedGraphPropagation(
+        state_dim=5, annotation_dim=2, num_edge_types=3, num_steps=4, tie_directions=tie
+    )
+    x, ei, et = _random_graph(g, 7, 15, 3, 2)  # includes self-loops/duplicates by chance
+    ei = torch.cat([ei, ei[:, :2]], dim=1)  # force duplicate edges (counted twice)
+    et = torch.cat([et, et[:2]])
+    ref = _dense_reference(prop, x, ei, et, steps=4)
+    assert torch.allclose(prop(x, ei, et), ref, atol=1e-5)
+
+
+def test_direction_matters_unless_tied() -> None:
+    g = torch.Generator().manual_seed(1)
+    x, ei, et = _random_graph(g, 8, 12, 2, 3)
+    untied = GatedGraphPropagation(state_dim=6, annotation_dim=3, num_edge_types=2)
+    assert not torch.allclose(untied(x, ei, et), untied(x, reverse_edges(ei), et), atol=1e-4)
+    tied = GatedGraphPropagation(
+        state_dim=6, annotation_dim=3, num_edge_types=2, tie_directions=True
+    )
+    assert torch.allclose(tied(x, ei, et), tied(x, reverse_edges(ei), et), atol=1e-6)
+
+
+def test_edge_types_matter() -> None:
+    g = torch.Generator().manual_seed(2)
+    x, ei, et = _random_graph(g, 6, 10, 2, 2)
+    prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
+    assert not torch.allclose(prop(x, ei, et), prop(x, ei, 1 - et), atol=1e-4)
+
+
+def test_batching_equals_one_by_one() -> None:
+    g = torch.Generator().manual_seed(3)
+    prop = GatedGraphPropagation(state_dim=5, annotation_dim=2, num_edge_types=3, num_steps=5)
+    graphs = [_random_graph(g, n, e, 3, 2) for n, e in ((3, 4), (7, 15), (1, 0), (5, 9))]
+    offset, xs, eis, ets = 0, [], [], []
+    for x, ei, et in graphs:
+        xs.append(x)
+        eis.append(ei + offset)
+        ets.append(et)
+        offset += x.shape[0]
+    batched = prop(torch.cat(xs), torch.cat(eis, 1), torch.cat(ets))
+    single = torch.cat([prop(x, ei, et) for x, ei, et in graphs])
+    assert torch.allclose(batched, single, atol=1e-6)
+
+
+def test_node_permutation_equivariance() -> None:
+    g = torch.Generator().manual_seed(4)
+    x, ei, et = _random_graph(g, 9, 20, 2, 2)
+    prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
+    perm = torch.randperm(9, generator=g)  # new id of old node i is inv[i]
+    inv = torch.argsort(perm)
+    out = prop(x[perm], inv[ei], et)
+    assert torch.allclose(out, prop(x, ei, et)[perm], atol=1e-6)
+
+
+def test_annotations_are_zero_padded_and_zero_steps_is_identity() -> None:
+    prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=1, num_steps=0)
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    out = prop(x, torch.tensor([[0], [1]]))
+    assert out.tolist() == [[1.0, 2.0, 0.0, 0.0], [3.0, 4.0, 0.0, 0.0]]
+
+
+def test_gradients_reach_every_parameter() -> None:
+    g = torch.Generator().manual_seed(5)
+    x, ei, et = _random_graph(g, 6, 12, 2, 2)
+    for tie in (False, True):
+        prop = GatedGraphPropagation(
+            state_dim=4, annotation_dim=2, num_edge_types=2, tie_directions=tie
+        )
+        prop(x, ei, et).pow(2).sum().backward()
+        for name, p in prop.named_parameters():
+            assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_rejects_bad_inputs() -> None:
+    prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
+    x = torch.zeros(3, 2)
+    with pytest.raises(ValueError, match="edge_type is required"):
+        prop(x, torch.tensor([[0], [1]]))
+    with pytest.raises(ValueError, match="features"):
+        prop(torch.zeros(3, 3), torch.tensor([[0], [1]]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="annotation_dim"):
+        GatedGraphPropagation(state_dim=2, annotation_dim=3, num_edge_types=1)
+
+
+def test_pooling_helpers() -> None:
+    batch = torch.tensor([0, 0, 1, 2, 2, 2])
+    v = torch.arange(6.0)
+    assert global_add_pool(v, batch, 3).tolist() == [1.0, 2.0, 12.0]
+    dense, mask = to_dense_batch(v, batch, 3, fill=-1.0)
+    assert dense.tolist() == [[0.0, 1.0, -1.0], [2.0, -1.0, -1.0], [3.0, 4.0, 5.0]]
+    assert mask.sum(1).tolist() == [2, 1, 3]
+
+
+def test_gated_readout_is_a_sum_over_nodes() -> None:
+    with seeded(0):
+        readout = GatedReadout(in_dim=3, out_dim=2)
+    hx = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    batch = torch.tensor([0, 0, 0, 1, 1])
+    out = readout(hx, batch, 2)
+    # Eq. 7 by hand for graph 1; permuting its nodes does not change h_G.
+    act = readout.lin(hx[3:])
+    expected = torch.tanh((torch.sigmoid(act[:, :2]) * torch.tanh(act[:, 2:])).sum(0))
+    assert torch.allclose(out[1], expected, atol=1e-6)
+    swapped = readout(hx[[0, 1, 2, 4, 3]], batch, 2)
+    assert torch.allclose(out, swapped, atol=1e-6)
