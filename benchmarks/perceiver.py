@@ -7,8 +7,8 @@ with widening 6; theirs: GEGLU with mult 4, the same 12 D^2 weights); latent ave
 
 Reported, in one run:
   1. forward + backward throughput (examples/s, median over interleaved steps), ratio ours/theirs;
-  2. peak memory of a forward + backward pass above the model's own footprint (CUDA: allocator
-     peak; CPU: peak RSS growth of a fresh child process per library);
+  2. memory: the activations autograd saves for the backward pass (any device; storages counted
+     once) and, on CUDA, the allocator's peak during a step above the model's own footprint;
   3. how our cost grows with the number of inputs M (FLOPs counted, and time): linear, O(M N).
 
     python benchmarks/perceiver.py [--steps N] [--batch B] [--threads T] [--device cpu|cuda]
@@ -18,11 +18,7 @@ Needs ``pip install perceiver-pytorch`` (the ``bench`` extra).
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 
@@ -139,31 +135,40 @@ def throughput(steps: int, batch: int, device: str) -> list[dict[str, object]]:
     return rows
 
 
-def _memory_child(name: str, batch: int, device: str) -> None:
-    """Run in a fresh process: peak memory of one forward + backward above the model's footprint."""
+def saved_activation_bytes(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
+    """Bytes of the tensors autograd keeps for the backward pass (storages counted once).
+
+    This is the activation memory of a training step, deterministic on any device.
+    """
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    return sum(n for ptr, n in seen.items() if ptr not in params)
+
+
+def memory(batch: int, device: str) -> dict[str, dict[str, float]]:
     x, y = _inputs(batch, device)
-    torch.manual_seed(0)
-    model = MAKERS[name]().to(device)
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        _step_fn(model, x, y)()
-        peak = torch.cuda.max_memory_allocated() - base
-    else:
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB high-water mark so far
-        _step_fn(model, x, y)()
-        peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
-    sys.stdout.write(json.dumps({"peak_bytes": peak}) + "\n")
-
-
-def memory(batch: int, device: str, threads: int) -> dict[str, float]:
-    out = {}
-    for name in MAKERS:
-        cmd = [sys.executable, __file__, "--memory-child", name, "--batch", str(batch)]
-        cmd += ["--device", device, "--threads", str(threads)]
-        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        out[name] = json.loads(res.stdout.strip().splitlines()[-1])["peak_bytes"] / 2**20
+    out: dict[str, dict[str, float]] = {}
+    for name, make in MAKERS.items():
+        torch.manual_seed(0)
+        model = make().to(device)
+        row = {"saved_mib": saved_activation_bytes(model, x, y) / 2**20}
+        if device.startswith("cuda"):
+            model.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            _step_fn(model, x, y)()
+            row["cuda_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+        out[name] = row
     return out
 
 
@@ -191,13 +196,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.memory_child:
-        _memory_child(args.memory_child, args.batch, args.device)
-        return
     try:
         import perceiver_pytorch  # noqa: F401
     except ImportError:
@@ -210,18 +211,24 @@ def main() -> None:
         f"{REPEATS} cross-attends x {SELF_PER} self-attends"
     )
     rows = throughput(args.steps, args.batch, args.device)
-    mem = memory(args.batch, args.device, torch.get_num_threads())
-    print(f"{'library':<20}{'params':>10}{'ms/step':>10}{'ex/s':>9}{'peak MiB':>10}")
+    mem = memory(args.batch, args.device)
+    cuda = args.device.startswith("cuda")
+    head = f"{'library':<20}{'params':>10}{'ms/step':>10}{'ex/s':>9}{'saved act. MiB':>16}"
+    print(head + (f"{'CUDA peak MiB':>15}" if cuda else ""))
     for r in rows:
-        print(
+        m = mem[str(r["library"])]
+        line = (
             f"{r['library']:<20}{r['params'] / 1e6:>9.2f}M{r['ms_per_step']:>10.1f}"
-            f"{r['examples_per_s']:>9.1f}{mem[str(r['library'])]:>10.1f}"
+            f"{r['examples_per_s']:>9.1f}{m['saved_mib']:>16.1f}"
         )
+        print(line + (f"{m['cuda_peak_mib']:>15.1f}" if cuda else ""))
     ours_r, theirs_r = rows
+    key = "cuda_peak_mib" if cuda else "saved_mib"
     print(
         f"throughput ratio paperzoo / perceiver-pytorch: "
         f"{ours_r['examples_per_s'] / theirs_r['examples_per_s']:.2f}  (goal >= 1.0); "
-        f"memory ratio: {mem['paperzoo'] / mem['perceiver-pytorch']:.2f}  (lower is better)"
+        f"memory ratio ({key}): {mem['paperzoo'][key] / mem['perceiver-pytorch'][key]:.2f}  "
+        "(lower is better)"
     )
 
     print("\npaperzoo cost vs input length M (forward + backward, 1-D inputs):")
