@@ -1,0 +1,163 @@
+"""Disentanglement metrics: sanity bounds, equivalence with scikit-learn, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import mutual_info_score
+from sklearn.svm import LinearSVC
+
+from paperzoo.data.ground_truth import GroundTruthData
+from paperzoo.metrics.disentanglement import (
+    beta_vae_score,
+    dci,
+    discrete_entropy,
+    discrete_mutual_info,
+    factor_vae_score,
+    histogram_discretize,
+    mig,
+    mig_per_factor,
+    modularity,
+    sap,
+)
+from paperzoo.metrics.disentanglement.dci import completeness_score, disentanglement_score
+from paperzoo.metrics.disentanglement.sap import sap_score_matrix
+
+
+class FactorsAsObservations(GroundTruthData):
+    """A ground-truth data set whose "observation" is the factor vector itself (fast)."""
+
+    name = "factors"
+    factor_sizes = (3, 6, 4, 5)
+
+    def sample_observations_from_factors(self, factors, rng):
+        return torch.from_numpy(self.check_factors(factors).astype(np.float32))
+
+
+DATA = FactorsAsObservations()
+
+
+def identity(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def random_code(x: torch.Tensor) -> np.ndarray:
+    # Independent of the input: a fresh Gaussian code per observation.
+    seed = int(x.sum().item() * 1000) % (2**31)
+    return np.random.default_rng(seed).normal(size=(len(x), 5))
+
+
+def constant_code(x: torch.Tensor) -> np.ndarray:
+    return np.zeros((len(x), 4))
+
+
+@pytest.fixture(scope="module")
+def codes():
+    rng = np.random.default_rng(0)
+    f = DATA.sample_factors(3000, rng)
+    ft = DATA.sample_factors(1000, rng)
+    return {
+        "factors": (f, ft),
+        "identity": (f.astype(float), ft.astype(float)),
+        "random": (rng.normal(size=(3000, 5)), rng.normal(size=(1000, 5))),
+        "constant": (np.zeros((3000, 4)), np.zeros((1000, 4))),
+    }
+
+
+def test_histogram_and_mutual_information_match_disentanglement_lib() -> None:
+    rng = np.random.default_rng(1)
+    c = rng.normal(size=(2000, 3))
+    c[:, 2] = 4.0  # a constant latent
+    f = rng.integers(0, [3, 9], size=(2000, 2))
+    c[:, 0] += f[:, 1]
+    disc = histogram_discretize(c, 20)
+    for i in range(3):
+        ref = np.digitize(c[:, i], np.histogram(c[:, i], 20)[1][:-1])
+        assert np.array_equal(disc[:, i], ref)
+    m = discrete_mutual_info(disc, f)
+    ref = np.array([[mutual_info_score(f[:, j], disc[:, i]) for j in range(2)] for i in range(3)])
+    np.testing.assert_allclose(m, ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        discrete_entropy(f), [mutual_info_score(y, y) for y in f.T], rtol=1e-12
+    )
+
+
+def test_mig_sanity_bounds(codes) -> None:
+    f, _ = codes["factors"]
+    assert mig(codes["identity"][0], f) > 0.9
+    assert mig(codes["constant"][0], f) < 0.1
+    assert mig(codes["random"][0], f) < 0.05
+    # A duplicated latent: two equally informative latents leave no gap.
+    dup = np.stack([f[:, 0], f[:, 0], f[:, 1], f[:, 2], f[:, 3]], axis=1).astype(float)
+    per = mig_per_factor(dup, f)
+    assert per[0] == pytest.approx(0.0, abs=1e-12) and (per[1:] > 0.9).all()
+
+
+def test_modularity_sanity(codes) -> None:
+    f, _ = codes["factors"]
+    assert modularity(codes["identity"][0], f) > 0.9
+    mixed = (f @ np.ones((4, 4))).astype(float)  # every latent sees every factor
+    assert modularity(mixed, f) < modularity(codes["identity"][0], f) - 0.1
+    assert modularity(codes["constant"][0], f) == 0.0
+
+
+def test_dci_sanity(codes) -> None:
+    f, ft = codes["factors"]
+    gt = dci(codes["identity"][0][:1000], f[:1000], codes["identity"][1], ft, n_estimators=20)
+    assert gt.disentanglement > 0.9 and gt.completeness > 0.9 and gt.informativeness_test > 0.99
+    rnd = dci(codes["random"][0][:1000], f[:1000], codes["random"][1], ft, n_estimators=20)
+    assert rnd.disentanglement < 0.2 and rnd.informativeness_test < 0.5
+    assert disentanglement_score(np.eye(4)) == pytest.approx(1.0, abs=1e-6)
+    assert disentanglement_score(np.ones((4, 4))) == pytest.approx(0.0, abs=1e-6)
+    assert completeness_score(np.eye(4)) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_sap_sanity_and_agreement_with_linear_svc(codes) -> None:
+    f, ft = codes["factors"]
+    assert (
+        sap(codes["identity"][0], f, codes["identity"][1], ft)
+        > sap(codes["random"][0], f, codes["random"][1], ft) + 0.1
+    )
+    rng = np.random.default_rng(3)
+    x, xt = rng.normal(size=(3000, 3)), rng.normal(size=(1000, 3))
+    x[:, 0] += f[:, 1] * 0.5
+    xt[:, 0] += ft[:, 1] * 0.5
+    ours = sap_score_matrix(x, f, xt, ft)
+    ref = np.array(
+        [
+            [
+                np.mean(
+                    LinearSVC(C=0.01, class_weight="balanced")
+                    .fit(x[:, [i]], f[:, j])
+                    .predict(xt[:, [i]])
+                    == ft[:, j]
+                )
+                for j in range(4)
+            ]
+            for i in range(3)
+        ]
+    )
+    np.testing.assert_allclose(ours, ref, atol=2e-3)  # liblinear stops at tolerance 1e-4
+
+
+def test_interventional_scores_sanity_and_determinism() -> None:
+    kw = {"batch_size": 16, "num_train": 300, "num_eval": 150}
+    assert beta_vae_score(DATA, identity, np.random.default_rng(0), **kw) >= 0.95
+    assert beta_vae_score(DATA, random_code, np.random.default_rng(0), **kw) < 0.25 + 0.15
+    fkw = {**kw, "num_variance_estimate": 1000}
+    assert factor_vae_score(DATA, identity, np.random.default_rng(0), **fkw) >= 0.95
+    assert factor_vae_score(DATA, random_code, np.random.default_rng(0), **fkw) < 0.25 + 0.15
+    assert factor_vae_score(DATA, constant_code, np.random.default_rng(0), **fkw) == 0.0
+    a = factor_vae_score(DATA, random_code, np.random.default_rng(5), **fkw)
+    b = factor_vae_score(DATA, random_code, np.random.default_rng(5), **fkw)
+    assert a == b
+
+
+def test_inputs_are_validated() -> None:
+    with pytest.raises(ValueError, match="same N"):
+        mig(np.zeros((5, 2)), np.zeros((4, 2), dtype=int))
+    with pytest.raises(ValueError, match="integer"):
+        mig(np.zeros((5, 2)), np.full((5, 2), 0.5))
+    with pytest.raises(ValueError, match="two latent"):
+        mig(np.zeros((5, 1)), np.zeros((5, 2), dtype=int))
