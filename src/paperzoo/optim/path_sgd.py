@@ -45,6 +45,7 @@ Implementation notes and deviations:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -492,22 +493,28 @@ class PathSGD(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         shape = self._ensure_ready()
-        # One all-ones example through the |w|^p network: gamma_in / gamma_out of every layer.
-        factors = _gamma_factors(self._chain, shape, self._p)
         groups = {id(q): g for g in self.param_groups for q in g["params"]}
-        for m, gin, gout in factors:
+        linears = _linear_chain(self._chain, shape)
+        if linears is not None:
+            self._step_linear_chain(linears, groups)
+        else:
+            self._step_general(shape, groups)
+        return loss
+
+    def _step_general(self, shape: tuple[int, ...], groups: dict[int, dict[str, Any]]) -> None:
+        # One all-ones example through the |w|^p network: gamma_in / gamma_out of every layer.
+        for m, gin, gout in _gamma_factors(self._chain, shape, self._p):
             w, b = m.weight, m.bias
             w_group = groups.get(id(w)) if w.grad is not None else None
             b_group = groups.get(id(b)) if b is not None and b.grad is not None else None
             if w_group is None and b_group is None:
                 continue
             if isinstance(m, nn.Linear) and gin.numel() == m.in_features:
-                # gamma(u -> v) = gamma_out(v) * gamma_in(u): never materialised, the weight is
+                # gamma(u -> v) = gamma_out(v) * gamma_in(u) is never materialised: the weight is
                 # updated block by block with 1 / gamma_out and 1 / gamma_in.
+                factors = self._inverse_factors(gout, gin)
                 if w_group is not None:
-                    inv_out = self._finish(gout.reshape(-1).clone()).reciprocal_()  # (out,)
-                    inv_in = self._finish(gin.reshape(-1).clone()).reciprocal_()  # (in,)
-                    self._update(w, w_group, factors=(inv_out, inv_in))
+                    self._update(w, w_group, factors=factors)
                 if b_group is not None:  # a bias is an edge from a constant-1 unit
                     self._update(b, b_group, gamma=self._finish(gout.reshape(-1).clone()))
                 continue
@@ -516,7 +523,60 @@ class PathSGD(torch.optim.Optimizer):
                 self._update(w, w_group, gamma=self._finish(gw))
             if b_group is not None:
                 self._update(b, b_group, gamma=self._finish(gb))  # type: ignore[arg-type]
-        return loss
+
+    def _step_linear_chain(
+        self, linears: list[nn.Linear], groups: dict[int, dict[str, Any]]
+    ) -> None:
+        """MLP fast path: each weight matrix is read twice, as by the general path's forward
+        pass plus a plain SGD update would.
+
+        1. forward, first layer to last: gamma_in of every layer (all-ones input, |w|^p);
+        2. backward, last layer to first, one pass per layer over row blocks of W: add the
+           block's share of the previous layer's gamma_out (computed from the weights *before*
+           the update), then update the block. Gamma is therefore exactly that of the current
+           weights, as in the general path.
+        """
+        p = self._p
+        gins: list[Tensor] = []
+        v = torch.ones(linears[0].in_features, dtype=linears[0].weight.dtype)
+        v = v.to(linears[0].weight.device)
+        for m in linears:  # gamma_in(layer l+1) = |W_l|^p gamma_in(l) + |b_l|^p
+            gins.append(v)
+            v = _PoweredLinear.apply(v.unsqueeze(0), m.weight.detach(), None, p).squeeze(0)
+            if m.bias is not None:
+                v = v + _powered(m.bias, p)
+        gout = torch.ones_like(v)  # d sum(out) / d out
+        for i in range(len(linears) - 1, -1, -1):
+            m = linears[i]
+            w, b = m.weight, m.bias
+            w_group = groups.get(id(w)) if w.grad is not None else None
+            if b is not None and b.grad is not None and id(b) in groups:
+                self._update(b, groups[id(b)], gamma=self._finish(gout.clone()))
+            prev = torch.zeros_like(gins[i]) if i > 0 else None
+            inv_out, inv_in = self._inverse_factors(gout, gins[i])
+            buf = self._momentum_buffer(w, w_group) if w_group is not None else None
+            wd = w.detach()
+            for rows in _row_chunks(*w.shape):
+                if prev is not None:  # gamma_out(l-1) += (|W_l|^p)^T gamma_out(l), old weights
+                    prev.addmv_(_powered(wd[rows], p).t(), gout[rows])
+                if w_group is not None:
+                    self._update_rows(w, rows, w_group, buf, factors=(inv_out, inv_in))
+            if prev is not None:
+                gout = prev
+
+    def _inverse_factors(self, gout: Tensor, gin: Tensor) -> tuple[Tensor, Tensor]:
+        """(1 / gamma_out, 1 / gamma_in) of a Linear weight, each to the power 2/p."""
+        inv_out = self._finish(gout.reshape(-1).clone()).reciprocal_()  # (out,)
+        inv_in = self._finish(gin.reshape(-1).clone()).reciprocal_()  # (in,)
+        return inv_out, inv_in
+
+    def _momentum_buffer(self, q: Tensor, group: dict[str, Any]) -> Tensor | None:
+        if not group["momentum"]:
+            return None
+        state = self.state[q]
+        if "momentum_buffer" not in state:
+            state["momentum_buffer"] = torch.zeros_like(q)
+        return state["momentum_buffer"]
 
     def _update(
         self,
@@ -526,40 +586,66 @@ class PathSGD(torch.optim.Optimizer):
         gamma: Tensor | None = None,
         factors: tuple[Tensor, Tensor] | None = None,
     ) -> None:
-        """Path-SGD update: w <- w - lr * grad / gamma_p(w, e), gamma given in full or as the
-        reciprocal factors (1 / gamma_out, 1 / gamma_in) of a Linear weight."""
+        buf = self._momentum_buffer(q, group)
+        chunks = _row_chunks(*q.shape) if factors is not None else [slice(None)]
+        for rows in chunks:
+            self._update_rows(q, rows, group, buf, gamma=gamma, factors=factors)
+
+    @staticmethod
+    def _update_rows(
+        q: Tensor,
+        rows: slice,
+        group: dict[str, Any],
+        buf: Tensor | None,
+        *,
+        gamma: Tensor | None = None,
+        factors: tuple[Tensor, Tensor] | None = None,
+    ) -> None:
+        """Path-SGD update of ``q[rows]``: w <- w - lr * grad / gamma_p(w, e), with gamma given
+        in full or as the reciprocal factors (1 / gamma_out, 1 / gamma_in) of a Linear weight."""
         grad = q.grad
         assert grad is not None
         if grad.is_sparse:
             raise RuntimeError("PathSGD does not support sparse gradients")
         lr, mom, wd = group["lr"], group["momentum"], group["weight_decay"]
-        buf = None
-        if mom:
-            state = self.state[q]
-            if "momentum_buffer" not in state:
-                state["momentum_buffer"] = torch.zeros_like(q)
-            buf = state["momentum_buffer"]
-        chunks = _row_chunks(*q.shape) if factors is not None else [slice(None)]
-        for rows in chunks:
-            qr, d = q[rows], grad[rows]
-            if wd:
-                d = d.add(qr, alpha=wd)
-            if factors is not None:
-                inv_out, inv_in = factors
-                d = d * inv_out[rows].unsqueeze(1)  # (rows, in), stays in cache
-                if buf is None:
-                    qr.addcmul_(d, inv_in, value=-lr)
-                    continue
-                d.mul_(inv_in)
-            else:
-                assert gamma is not None
-                if buf is None:
-                    qr.addcdiv_(d, gamma, value=-lr)
-                    continue
-                d = d / gamma
-            br = buf[rows]
-            br.mul_(mom).add_(d)
-            qr.add_(br, alpha=-lr)
+        qr, d = q[rows], grad[rows]
+        if wd:
+            d = d.add(qr, alpha=wd)
+        if factors is not None:
+            inv_out, inv_in = factors
+            d = d * inv_out[rows].unsqueeze(1)  # (rows, in): a block small enough for the cache
+            if buf is None:
+                qr.addcmul_(d, inv_in, value=-lr)  # w -= lr * grad / (gamma_out gamma_in)
+                return
+            d.mul_(inv_in)
+        else:
+            assert gamma is not None
+            if buf is None:
+                qr.addcdiv_(d, gamma, value=-lr)  # w -= lr * grad / gamma
+                return
+            d = d / gamma
+        br = buf[rows]
+        br.mul_(mom).add_(d)
+        qr.add_(br, alpha=-lr)
+
+
+def _linear_chain(chain: Sequence[_Layer], input_shape: Sequence[int]) -> list[nn.Linear] | None:
+    """The Linear layers if the chain is an MLP on vectors (Linear, ReLU, dropout, Flatten)."""
+    linears: list[nn.Linear] = []
+    flattened = len(input_shape) == 1
+    for c in chain:
+        m = c.module
+        if isinstance(m, nn.Linear):
+            if not flattened:
+                return None
+            linears.append(m)
+        elif isinstance(m, nn.Flatten):
+            flattened = flattened or not linears
+        elif not isinstance(m, _PASS_THROUGH):
+            return None
+    if not linears or math.prod(input_shape) != linears[0].in_features:
+        return None
+    return linears
 
 
 # -- initialisation ---------------------------------------------------------------------------
