@@ -86,12 +86,13 @@ def test_hand_computed_three_node_example() -> None:
 
 
 @pytest.mark.parametrize("tie", [False, True])
-def test_matches_dense_per_type_reference(tie: bool) -> None:
+@pytest.mark.parametrize("k", [1, 3])  # one type: weights folded into the GRU input; else not
+def test_matches_dense_per_type_reference(tie: bool, k: int) -> None:
     g = torch.Generator().manual_seed(0)
     prop = GatedGraphPropagation(
-        state_dim=5, annotation_dim=2, num_edge_types=3, num_steps=4, tie_directions=tie
+        state_dim=5, annotation_dim=2, num_edge_types=k, num_steps=4, tie_directions=tie
     )
-    x, ei, et = _random_graph(g, 7, 15, 3, 2)  # includes self-loops/duplicates by chance
+    x, ei, et = _random_graph(g, 7, 15, k, 2)  # includes self-loops/duplicates by chance
     ei = torch.cat([ei, ei[:, :2]], dim=1)  # force duplicate edges (counted twice)
     et = torch.cat([et, et[:2]])
     ref = _dense_reference(prop, x, ei, et, steps=4)

@@ -111,11 +111,7 @@ class GatedGraphPropagation(nn.Module):
             nn.init.uniform_(p, -gru_bound, gru_bound)
 
     def _fused_input(self) -> Tensor:
-        """The message weights composed with the GRU's input matrices.
-
-        a enters the GRU only through lin_a(a), and lin_a(A h W) = A h (W lin_a), so one (slots*D,
-        3D) matrix maps the per-(direction, type) neighbour sums straight to the GRU inputs.
-        """
+        """The message weights composed with the GRU's input matrices: (slots*D, 3D)."""
         d, k = self.state_dim, self.num_edge_types
         wa = self.lin_a.weight  # (3D, D) tied, (3D, 2D) otherwise: columns [a_in | a_out]
         if self.tie_directions:
@@ -145,16 +141,29 @@ class GatedGraphPropagation(nn.Module):
         out_off = 0 if self.tie_directions else k
         index = torch.cat([dst * slots + etype, src * slots + out_off + etype])  # (2E,)
         gather = torch.cat([src, dst])  # (2E,): whose state each message carries
-        w = self._fused_input()  # (slots*D, 3D)
+        # a reaches the GRU only through lin_a(a); with one edge type it is cheaper to fold the
+        # message weights into lin_a (lin_a(A h W) = A h (W lin_a)), otherwise to apply them
+        # first (fewer multiply-adds: slots*D*3D against slots*D*D + |a|*3D).
+        fused = slots * 3 * d <= slots * d + self.lin_a.in_features * 3
+        if fused:
+            w = self._fused_input()  # (slots*D, 3D)
+        else:
+            w = self.weight.reshape(-1, k * d, d)  # (dirs, K*D, D)
+            wa = self.lin_a.weight.t().reshape(-1, d, 3 * d)  # (dirs, D, 3D)
         const = self.lin_a.bias.expand(n, 3 * d)  # GRU input biases
         if self.bias is not None:  # degree-weighted message biases, fixed across steps
             deg = x.new_zeros(n * slots).index_add_(0, index, x.new_ones(index.shape[0]))
             const = const + deg.view(n, slots) @ self._bias_input()  # (N, 3D)
         h = F.pad(x, (0, d - self.annotation_dim))  # Eq. 1, (N, D)
         for _ in range(steps):  # weights tied over the T steps
-            # Eq. 2 (composed with the GRU input weights): sums of neighbour states per slot.
+            # Eq. 2: sums of neighbour states per (node, direction, type) slot, then the weights.
             agg = h.new_zeros(n * slots, d).index_add_(0, index, h.index_select(0, gather))
-            pa = torch.addmm(const, agg.view(n, slots * d), w)  # (N, 3D) = lin_a(a)
+            if fused:
+                pa = torch.addmm(const, agg.view(n, slots * d), w)  # (N, 3D) = lin_a(a)
+            else:
+                agg = agg.view(n, -1, k * d).transpose(0, 1)  # (dirs, N, K*D)
+                a = torch.bmm(agg, w)  # (dirs, N, D): [a_in, a_out]
+                pa = const + torch.bmm(a, wa).sum(0)  # (N, 3D) = lin_a(a)
             zr = torch.sigmoid(pa[:, : 2 * d] + self.lin_h_zr(h))  # Eq. 3, 4
             z, r = zr[:, :d], zr[:, d:]
             cand = torch.tanh(pa[:, 2 * d :] + self.lin_h_c(r * h))  # Eq. 5
