@@ -168,3 +168,26 @@ def test_plain_read_and_write():
 def test_bad_raw_shape_raises():
     with pytest.raises(ValueError):
         attention_params(torch.zeros(3, 4), height=5, width=5, n=2)
+
+
+def test_square_fast_path_matches_the_per_axis_formula():
+    p = params([3.0, 20.5], [11.0, 2.0], [1.5, 4.0], [0.7, 9.0])
+    fx, fy = filterbank(p, height=24, width=24, n=4)
+    pos = torch.arange(1, 25, dtype=torch.float32)
+    for b in range(2):
+        for f, g in ((fx, p.gx), (fy, p.gy)):
+            mu = grid_centres(g, p.delta, 4)[b]
+            ref = torch.exp(-((pos[None] - mu[:, None]) ** 2) / (2 * p.sigma2[b]))  # Eq. 25
+            assert torch.allclose(f[b], ref / ref.sum(1, keepdim=True), atol=1e-6)
+
+
+def test_cover_init_write_has_unit_gain():
+    # A constant patch written by the initial window adds that constant to the canvas on average.
+    writer = AttentionWriter(hidden_size=4, channels=1, height=28, width=28, n=5)
+    p, fx, fy = writer.windows(torch.zeros(1, 4))
+    canvas = write_patch(torch.full((1, 1, 5, 5), 3.0), fx, fy, p.gamma)
+    assert canvas.mean().item() == pytest.approx(3.0, rel=1e-4)
+    reader = AttentionReader(hidden_size=4, channels=1, height=28, width=28, n=2)
+    pr, rfx, rfy = reader.windows(torch.zeros(1, 4))
+    glimpse = read_glimpse(torch.full((1, 1, 28, 28), 0.7), rfx, rfy, pr.gamma)
+    assert torch.allclose(glimpse, torch.full_like(glimpse, 0.7))

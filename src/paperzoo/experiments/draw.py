@@ -32,7 +32,7 @@ from torch import Tensor
 from paperzoo.data import load_dataset
 from paperzoo.engine import TrainConfig, Trainer, derive_seed, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
-from paperzoo.models.draw import DRAW, DRAWConfig, binarize, evaluate_nll
+from paperzoo.models.draw import DRAW, DRAWConfig, bernoulli_nll, binarize, evaluate_nll
 from paperzoo.nn.gaussian_attention import AttentionParams, grid_centres
 from paperzoo.utils import count_params
 
@@ -289,7 +289,8 @@ class DrawExperiment(Experiment):
 
         def loss_fn(m: DRAW, batch: tuple[Tensor, ...]) -> tuple[Tensor, dict[str, Any]]:
             (xb,) = batch
-            rec, kl = m.loss_terms(xb)  # Eqs. 9-11, nats per image
+            out = m(xb)  # through forward, so DistributedDataParallel syncs the gradients
+            rec, kl = bernoulli_nll(out.logits, xb), out.kl.sum(1)  # Eqs. 9-11, nats per image
             return (rec + kl).mean(), {"recon": rec.mean(), "kl": kl.mean()}
 
         def eval_fn(m: DRAW) -> dict[str, float]:

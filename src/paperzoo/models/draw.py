@@ -78,6 +78,7 @@ class DRAWOutput:
         logits: (B, C, H, W) the final canvas c_T (Bernoulli logits)
         kl: (B, T) KL of each step, summed over the z dimensions
         log_q, log_prior: (B, T) log Q(z_t | .) and log N(z_t; 0, I) of the sampled z_t
+            (only with ``return_log_weights``; empty otherwise)
         canvases: (T, B, C, H, W) c_1..c_T when requested
         read_params / write_params: one ``AttentionParams`` per step (attention models only)
     """
@@ -170,6 +171,7 @@ class DRAW(nn.Module):
         *,
         generator: torch.Generator | None = None,
         return_canvases: bool = False,
+        return_log_weights: bool = False,
     ) -> DRAWOutput:
         """Encode ``x`` step by step with reparameterised z samples and decode onto the canvas.
 
@@ -177,11 +179,12 @@ class DRAW(nn.Module):
             x: images in [0, 1].
             generator: draws the reparameterisation noise (torch's global RNG when ``None``).
             return_canvases: also return c_1..c_T (for figures).
+            return_log_weights: also return log Q(z_t|.) and log N(z_t; 0, I) (importance weights).
         """
         self._check(x)
         batch = x.shape[0]
         canvas, (h_enc, s_enc), (h_dec, s_dec) = self._init_states(batch)
-        kls, log_qs, log_ps, canvases = [], [], [], []
+        mus, log_sigmas, epss, zs, canvases = [], [], [], [], []
         out = DRAWOutput(
             logits=canvas, kl=x.new_zeros(0), log_q=x.new_zeros(0), log_prior=x.new_zeros(0)
         )
@@ -195,9 +198,11 @@ class DRAW(nn.Module):
             h_dec, s_dec = self.decoder(z, (h_dec, s_dec))  # Eq. 7
             update, wp = self.writer(h_dec)
             canvas = canvas + update  # Eq. 8
-            kls.append(gaussian_kl(mu, log_sigma))  # Eq. 11 (one step)
-            log_qs.append((-0.5 * eps**2 - log_sigma - 0.5 * LOG_2PI).sum(-1))
-            log_ps.append((-0.5 * z**2 - 0.5 * LOG_2PI).sum(-1))
+            mus.append(mu)
+            log_sigmas.append(log_sigma)
+            if return_log_weights:
+                epss.append(eps)
+                zs.append(z)
             if return_canvases:
                 canvases.append(canvas)
             if rp is not None:
@@ -205,9 +210,12 @@ class DRAW(nn.Module):
             if wp is not None:
                 out.write_params.append(wp)
         out.logits = canvas
-        out.kl = torch.stack(kls, dim=1)  # (B, T)
-        out.log_q = torch.stack(log_qs, dim=1)  # (B, T)
-        out.log_prior = torch.stack(log_ps, dim=1)  # (B, T)
+        log_sigma_all = torch.stack(log_sigmas, dim=1)  # (B, T, Z)
+        out.kl = gaussian_kl(torch.stack(mus, dim=1), log_sigma_all)  # Eq. 11 per step: (B, T)
+        if return_log_weights:
+            eps_all, z_all = torch.stack(epss, dim=1), torch.stack(zs, dim=1)  # (B, T, Z)
+            out.log_q = (-0.5 * eps_all**2 - log_sigma_all - 0.5 * LOG_2PI).sum(-1)  # (B, T)
+            out.log_prior = (-0.5 * z_all**2 - 0.5 * LOG_2PI).sum(-1)  # (B, T)
         if return_canvases:
             out.canvases = torch.stack(canvases)  # (T, B, C, H, W)
         return out
@@ -236,7 +244,7 @@ class DRAW(nn.Module):
         Shapes: x: (B, C, H, W) -> (k, B)
         """
         xk = x.repeat(k, 1, 1, 1)  # (k B, C, H, W)
-        out = self(xk, generator=generator)
+        out = self(xk, generator=generator, return_log_weights=True)
         lw = -bernoulli_nll(out.logits, xk) + out.log_prior.sum(1) - out.log_q.sum(1)  # (k B,)
         return lw.view(k, x.shape[0])
 

@@ -24,12 +24,16 @@ Deviations / choices, all documented:
   paper's ``Z_X = sum_a exp(...)``, but it never divides 0 by 0 (ports add an epsilon, which turns
   rows that fall off the image into zeros).
 * ``N = 1`` uses ``delta = (max(A, B) - 1) delta~`` (the stride is irrelevant for one filter).
-* ``window_init="cover"`` (default) sets the bias of the attention layer so that the first glimpse
-  tiles the whole image (stride ``max(A, B)/N``, ``sigma = stride/2``, ``gamma = 1``). The paper
-  gives no initialisation; a zero bias means ``delta~ = 1``, which for a 2 x 2 read puts the filter
-  centres on the four corner pixels with ``sigma = 1``: on MNIST they see only blank background,
-  the encoder receives no information about the digit, and training stalls with KL ~ 0 (see
-  docs/draw.md). ``window_init="zero"`` reproduces that behaviour.
+* ``window_init="cover"`` (default) sets the bias of the attention layer so that the first
+  windows tile the whole image (stride ``max(A, B)/N``, ``sigma = stride/2``, centred) at unit
+  gain: ``gamma = 1`` for a read (a glimpse of a constant image is that constant) and
+  ``gamma = N^2/(A B)`` for a write (a constant patch adds that constant to the canvas on
+  average; with ``gamma = 1`` the normalised filters spread each patch value over ~stride^2
+  pixels, so the write is ~30x too weak for a 5x5 patch on MNIST). The paper gives no
+  initialisation. A zero bias (``window_init="zero"``) means ``delta~ = 1``, ``sigma = 1``,
+  ``gamma = 1``: the 2x2 read sits on the four blank corner pixels and the writes are ~30x
+  weaker than the attention-free model's; training then sits for hundreds of steps at the
+  bound of the mean image with KL ~ 0 (see docs/draw.md).
 """
 
 from __future__ import annotations
@@ -99,13 +103,21 @@ def filterbank(
         F_X: (B, N, width); F_Y: (B, N, height)
     """
 
-    def bank(g: Tensor, size: int) -> Tensor:
-        mu = grid_centres(g, params.delta, n)  # (B, N)
-        pos = torch.arange(1, size + 1, dtype=mu.dtype, device=mu.device)  # (size,) 1-based pixels
-        logits = -((pos[None, None, :] - mu[:, :, None]) ** 2) / (2 * params.sigma2[:, None, None])
-        return torch.softmax(logits, dim=-1)  # (B, N, size); softmax == exp(.) / Z exactly
+    if height == width:  # both axes in one batched computation
+        g = torch.stack([params.gx, params.gy], dim=1)  # (B, 2)
+        mu = grid_centres(g.flatten(), params.delta.repeat_interleave(2), n)  # (2B, N)
+        banks = _bank(mu.view(-1, 2, n), params.sigma2[:, None, None], width)  # (B, 2, N, W)
+        return banks[:, 0], banks[:, 1]
+    fx = _bank(grid_centres(params.gx, params.delta, n), params.sigma2[:, None], width)
+    fy = _bank(grid_centres(params.gy, params.delta, n), params.sigma2[:, None], height)
+    return fx, fy
 
-    return bank(params.gx, width), bank(params.gy, height)
+
+def _bank(mu: Tensor, sigma2: Tensor, size: int) -> Tensor:
+    """Eq. 25: ``exp(-(a - mu)^2 / (2 sigma^2)) / Z`` over pixels a = 1..size (last axis)."""
+    pos = torch.arange(1, size + 1, dtype=mu.dtype, device=mu.device)  # 1-based pixel coordinates
+    logits = -((pos - mu.unsqueeze(-1)) ** 2) / (2 * sigma2.unsqueeze(-1))  # (..., N, size)
+    return torch.softmax(logits, dim=-1)  # softmax == exp(.) / Z exactly, without 0/0
 
 
 def read_glimpse(x: Tensor, fx: Tensor, fy: Tensor, gamma: Tensor) -> Tensor:
@@ -114,7 +126,7 @@ def read_glimpse(x: Tensor, fx: Tensor, fy: Tensor, gamma: Tensor) -> Tensor:
     Shapes:
         x: (B, C, H, W), fx: (B, N, W), fy: (B, N, H), gamma: (B,) -> (B, C, N, N)
     """
-    glimpse = torch.einsum("bnh,bchw,bmw->bcnm", fy, x, fx)  # (B, C, N, N)
+    glimpse = fy.unsqueeze(1) @ x @ fx.transpose(1, 2).unsqueeze(1)  # (B, C, N, N)
     return gamma[:, None, None, None] * glimpse
 
 
@@ -124,11 +136,13 @@ def write_patch(w: Tensor, fx: Tensor, fy: Tensor, gamma: Tensor) -> Tensor:
     Shapes:
         w: (B, C, N, N), fx: (B, N, W), fy: (B, N, H), gamma: (B,) -> (B, C, H, W)
     """
-    img = torch.einsum("bnh,bcnm,bmw->bchw", fy, w, fx)  # (B, C, H, W)
+    img = fy.transpose(1, 2).unsqueeze(1) @ w @ fx.unsqueeze(1)  # (B, C, H, W)
     return img / gamma[:, None, None, None]
 
 
-def _init_window_bias(layer: nn.Linear, *, n: int, height: int, width: int, mode: str) -> None:
+def _init_window_bias(
+    layer: nn.Linear, *, n: int, height: int, width: int, mode: str, write: bool
+) -> None:
     """Initialise the bias of the 5-output attention layer (see the module docstring)."""
     if mode not in WINDOW_INITS:
         raise ValueError(f"window_init must be one of {WINDOW_INITS}, got {mode!r}")
@@ -141,19 +155,24 @@ def _init_window_bias(layer: nn.Linear, *, n: int, height: int, width: int, mode
             sigma = stride / 2
             layer.bias[2] = math.log(sigma**2)  # log sigma^2
             layer.bias[3] = math.log(delta_t)  # log delta~
-            # g~X = g~Y = 0 (centre) and log gamma = 0 (gamma = 1)
+            # g~X = g~Y = 0 (centred); unit gain: read gamma = 1, write 1/gamma = A B / N^2.
+            layer.bias[4] = math.log(n * n / (height * width)) if write else 0.0
 
 
 class _AttentionHead(nn.Module):
     """``W(h_dec)`` -> attention parameters and filterbanks for an N x N grid."""
 
-    def __init__(self, *, hidden_size: int, height: int, width: int, n: int, window_init: str):
+    def __init__(
+        self, *, hidden_size: int, height: int, width: int, n: int, window_init: str, write: bool
+    ):
         super().__init__()
         if n < 1:
             raise ValueError(f"attention grid size must be >= 1, got {n}")
         self.height, self.width, self.n = height, width, n
         self.params_layer = nn.Linear(hidden_size, 5)  # Eq. 21
-        _init_window_bias(self.params_layer, n=n, height=height, width=width, mode=window_init)
+        _init_window_bias(
+            self.params_layer, n=n, height=height, width=width, mode=window_init, write=write
+        )
 
     def windows(self, h_dec: Tensor) -> tuple[AttentionParams, Tensor, Tensor]:
         p = attention_params(
@@ -187,16 +206,21 @@ class AttentionReader(_AttentionHead):
         window_init: str = "cover",
     ) -> None:
         super().__init__(
-            hidden_size=hidden_size, height=height, width=width, n=n, window_init=window_init
+            hidden_size=hidden_size,
+            height=height,
+            width=width,
+            n=n,
+            window_init=window_init,
+            write=False,
         )
         self.channels = channels
         self.out_features = 2 * channels * n * n
 
     def forward(self, x: Tensor, x_hat: Tensor, h_dec: Tensor) -> tuple[Tensor, AttentionParams]:
         p, fx, fy = self.windows(h_dec)
-        g1 = read_glimpse(x, fx, fy, p.gamma)  # (B, C, N, N)
-        g2 = read_glimpse(x_hat, fx, fy, p.gamma)  # (B, C, N, N)
-        return torch.cat([g1.flatten(1), g2.flatten(1)], dim=1), p  # Eq. 27: (B, 2 C N N)
+        both = torch.cat([x, x_hat], dim=1)  # (B, 2C, H, W): one pass for the two glimpses
+        r = read_glimpse(both, fx, fy, p.gamma)  # (B, 2C, N, N)
+        return r.flatten(1), p  # Eq. 27: [glimpse of x, glimpse of x_hat], (B, 2 C N N)
 
 
 class AttentionWriter(_AttentionHead):
@@ -217,7 +241,12 @@ class AttentionWriter(_AttentionHead):
         window_init: str = "cover",
     ) -> None:
         super().__init__(
-            hidden_size=hidden_size, height=height, width=width, n=n, window_init=window_init
+            hidden_size=hidden_size,
+            height=height,
+            width=width,
+            n=n,
+            window_init=window_init,
+            write=True,
         )
         self.channels = channels
         self.patch = nn.Linear(hidden_size, channels * n * n)  # Eq. 28: w_t = W(h_dec)
