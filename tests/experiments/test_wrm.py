@@ -1,0 +1,83 @@
+"""The WRM reproduction: smoke run end to end, the boundary-distance measurement, quick scale."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from paperzoo.experiments.runner import run_experiment
+from paperzoo.experiments.wrm import (
+    boundary_points,
+    make_trainer_attack,
+    min_boundary_distance,
+    mnist_net,
+    spheres_net,
+)
+from paperzoo.models.small import WRMNet
+from paperzoo.utils import count_params
+
+
+class _Circle(nn.Module):
+    """Class 1 outside the circle of radius r: logit difference ||x||^2 - r^2."""
+
+    def __init__(self, r: float) -> None:
+        super().__init__()
+        self.r = r
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = x.pow(2).sum(1) - self.r**2
+        return torch.stack([torch.zeros_like(f), f], 1)
+
+
+def test_boundary_distance_of_a_known_circle() -> None:
+    model = _Circle(1.5)
+    pts = boundary_points(model, lim=3.0, grid=301)
+    assert torch.allclose(pts.norm(dim=1), torch.full((len(pts),), 1.5), atol=2e-3)
+    x = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, -1.2]])
+    assert min_boundary_distance(model, x, lim=3.0, grid=301) == pytest.approx(0.3, abs=2e-3)
+    # A boundary outside the window: the distance to the window's edge (a lower bound).
+    far = min_boundary_distance(_Circle(10.0), x, lim=3.0, grid=101)
+    assert far == pytest.approx(1.0)
+
+
+def test_models_and_training_adversaries() -> None:
+    assert count_params(mnist_net(64)) == count_params(WRMNet())
+    assert mnist_net(16)(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    assert count_params(spheres_net()) == 2 * 4 + 4 + 4 * 2 + 2 + 2 * 2 + 2
+    assert make_trainer_attack("erm", eps=1.0, gamma=1.0, steps=3, clip=None) is None
+    net = spheres_net()
+    x, y = torch.randn(8, 2), torch.randint(0, 2, (8,))
+    for method in ("fgm", "ifgm", "pgm"):
+        attack = make_trainer_attack(method, eps=0.5, gamma=2.0, steps=3, clip=None)(net)
+        delta = (attack(x, y) - x).norm(dim=1)
+        assert (delta <= 0.5 + 1e-5).all() and math.isclose(delta.max().item(), 0.5, rel_tol=0.01)
+    with pytest.raises(ValueError):
+        make_trainer_attack("nope", eps=1.0, gamma=1.0, steps=1, clip=None)
+
+
+def test_smoke_run_writes_report(smoke_ctx) -> None:
+    result = run_experiment("wrm", smoke_ctx)
+    d = json.loads((smoke_ctx.out_dir / "results.json").read_text())
+    assert d["paper"] == "wrm" and d["scale"] == "smoke"
+    assert {c["id"] for c in d["claims"]} == {c.id for c in result.claims}
+    assert all(c["measured"] is not None for c in d["claims"])
+    assert len(d["figures"]) == 3
+    for fig in d["figures"]:
+        assert (smoke_ctx.out_dir / fig).stat().st_size > 0
+    cert = d["details"]["spheres"]["certificate"]
+    assert len(cert["margin"]) == len(cert["gammas"]) == len(cert["test_rho"])
+    assert set(d["details"]["mnist"]["pgm_error"]) == {"erm", "fgm", "ifgm", "pgm", "wrm"}
+    assert (smoke_ctx.out_dir / "runs" / "mnist-wrm" / "metrics.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_quick_scale_claims_hold(tmp_path) -> None:
+    from paperzoo.experiments import RunContext
+
+    result = run_experiment("wrm", RunContext(scale="quick", out_dir=tmp_path, quiet=True))
+    failing = [c.id for c in result.claims if c.holds is False]
+    assert not failing, failing
