@@ -175,6 +175,7 @@ class VAE(nn.Module):
         iteration_threshold: AnnealedVAE steps to reach ``c_max``.
         lambda_od: DIP-VAE off-diagonal weight.
         lambda_d_factor: DIP-VAE lambda_d = lambda_d_factor * lambda_od (10 for I, 1 for II).
+        disc_width: FactorVAE discriminator width (1000 in the paper).
     """
 
     METHODS = ("beta_vae", "annealed_vae", "factor_vae", "dip_vae_i", "dip_vae_ii", "beta_tc_vae")
@@ -190,6 +191,7 @@ class VAE(nn.Module):
         iteration_threshold: int = 100000,
         lambda_od: float = 1.0,
         lambda_d_factor: float | None = None,
+        disc_width: int = 1000,
     ) -> None:
         super().__init__()
         if method not in self.METHODS:
@@ -208,7 +210,9 @@ class VAE(nn.Module):
         self.encoder = ConvEncoder(config=config)
         self.decoder = DeconvDecoder(config=config)
         self.discriminator = (
-            FactorDiscriminator(num_latent=config.num_latent) if method == "factor_vae" else None
+            FactorDiscriminator(num_latent=config.num_latent, width=disc_width)
+            if method == "factor_vae"
+            else None
         )
         self.register_buffer("step", torch.zeros((), dtype=torch.long))  # training steps taken
 
