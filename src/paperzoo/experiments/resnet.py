@@ -389,15 +389,16 @@ class ResNetExperiment(Experiment):
     def _figure(self, cfg: ResNetConfig, ctx: RunContext, runs: dict[str, Any]) -> str:
         fig = Figure(figsize=(11, 4))
         ax_loss, ax_test = fig.subplots(1, 2)
+        depths = sorted({_depth(n) for n in runs})
+        colors = {d: f"C{i}" for i, d in enumerate(depths)}  # one colour per depth, as Fig. 6
         for name, r in runs.items():
-            style = "-" if name.startswith("resnet") else "--"
-            ax_loss.plot(r["curve"]["step"], r["curve"]["loss"], style, label=name)
-            ax_test.plot(
-                r["test_curve"]["step"],
-                [100 * v for v in r["test_curve"]["test_err"]],
-                style,
-                label=name,
-            )
+            style = {
+                "ls": "-" if name.startswith("resnet") else "--",
+                "color": colors[_depth(name)],
+            }
+            ax_loss.plot(r["curve"]["step"], r["curve"]["loss"], label=name, **style)
+            test = [100 * v for v in r["test_curve"]["test_err"]]
+            ax_test.plot(r["test_curve"]["step"], test, label=name, **style)
         ax_loss.set(xlabel="step", ylabel="training loss", yscale="log", title="training loss")
         ax_test.set(xlabel="step", ylabel="test error (%)", title="test error")
         for ax in (ax_loss, ax_test):
