@@ -43,8 +43,11 @@ def test_smoke_run_resume_and_merge(smoke_ctx: RunContext, tmp_path: Path) -> No
     assert len(models) == 4 and all((out / "models" / m / "result.json").exists() for m in models)
 
     # Resume: a second run reuses every finished model (no retraining, identical numbers).
+    # One VAE is interrupted after training (its result is missing): it reloads its weights
+    # and resumes its WReN from the checkpoint.
     weights = sorted((out / "models").glob("*/vae.safetensors"))
     stamps = [w.stat().st_mtime_ns for w in weights]
+    (weights[0].parent / "result.json").unlink()
     again = run_experiment("disentanglement", smoke_ctx)
     assert [w.stat().st_mtime_ns for w in weights] == stamps
     assert [c.measured for c in again.claims] == [c.measured for c in result.claims]
@@ -68,3 +71,29 @@ def test_quick_claims_hold(tmp_path: Path) -> None:
     failed = [c.id for c in result.claims if c.holds is False]
     assert not failed, failed
     assert result.to_dict()["claims"][-1]["measured"] is not None  # correlations were computed
+
+
+def test_spearman_and_summary_of_records() -> None:
+    from scipy.stats import spearmanr
+
+    from paperzoo.experiments.disentanglement import METRICS, spearman, summarize
+
+    x, y = [0.1, 0.4, 0.4, 0.9, 0.3], [1.0, 2.0, 3.0, 2.5, 0.5]
+    assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    assert spearman([1, 1, 1], [1, 2, 3]) is None and spearman([1, 2], [2, 1]) is None
+    cfg = CONFIGS["smoke"]
+    steps = list(cfg.wren_steps)
+    vaes = [
+        {
+            "id": f"v{i}",
+            "kind": "vae",
+            "metrics": {m: float(i) for m in METRICS},
+            "wren": {"steps": steps, "test_acc": [0.2 + 0.1 * i, 0.5 - 0.1 * i]},
+        }
+        for i in range(4)
+    ]
+    measured, details = summarize(vaes, cfg)
+    assert measured["study.num_models"] == 4
+    assert measured["study.spearman.dci.early"] == pytest.approx(1.0)
+    assert details["spearman"]["mig"][str(steps[-1])] == pytest.approx(-1.0)
+    assert measured["wren.ground_truth.test_acc"] is None  # not in these records
