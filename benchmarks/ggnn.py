@@ -140,7 +140,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int)
     ap.add_argument("--max-nodes", type=int, default=100_000, help="largest random graph")
     ap.add_argument("--max-dense", type=int, default=2_000, help="largest graph for dense")
-    args = ap.parse_args()
+    args, _ = ap.parse_known_args()  # `paperzoo bench ggnn` leaves its own argv in place
     if args.threads:
         torch.set_num_threads(args.threads)
     rows = [

@@ -265,9 +265,13 @@ def _graph_logits(model: nn.Module, kind: str, b: dict[str, Tensor]) -> Tensor:
 
 
 def _sequence_loss(logp: Tensor, y: Tensor) -> Tensor:
-    """Cross-entropy summed over output steps, averaged over examples (the authors' loss)."""
-    nll = F.nll_loss(logp.flatten(0, 1), y.flatten(), ignore_index=babi.IGNORE, reduction="sum")
-    return nll / y.shape[0]
+    """Cross-entropy averaged over each example's output steps, then over examples (official)."""
+    b, steps = y.shape
+    nll = F.nll_loss(
+        logp.flatten(0, 1), y.flatten(), ignore_index=babi.IGNORE, reduction="none"
+    ).view(b, steps)
+    lengths = (y != babi.IGNORE).sum(1).clamp(min=1)
+    return (nll.sum(1) / lengths).mean()
 
 
 def _all_correct(logp: Tensor, y: Tensor) -> Tensor:

@@ -25,10 +25,24 @@ Deviations and details (all following the authors' Lua code, github.com/yujiali/
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class PropagationPlan:
+    """What ``GatedGraphPropagation`` precomputes for a graph (see ``GatedGraphPropagation.plan``)."""
+
+    num_nodes: int
+    slots: int  # (direction, type) slots per node
+    index: Tensor  # (2E,) slot receiving each message
+    gather: Tensor  # (2E,) node whose state each message carries
+    w: Tensor  # message weights (fused with the GRU input weights when ``wa`` is None)
+    wa: Tensor | None  # GRU input weights per direction, when not fused
+    const: Tensor  # (N, 3D) GRU input biases plus degree-weighted message biases
 
 
 def _check_graph(x: Tensor, edge_index: Tensor, edge_type: Tensor | None, num_types: int) -> None:
@@ -120,19 +134,14 @@ class GatedGraphPropagation(nn.Module):
         w_out = self.weight[1].reshape(k * d, d) @ wa[:, d:].t()
         return torch.cat([w_in, w_out])  # (2*K*D, 3D)
 
-    def forward(
-        self,
-        x: Tensor,
-        edge_index: Tensor,
-        edge_type: Tensor | None = None,
-        *,
-        num_steps: int | None = None,
-    ) -> Tensor:
-        k, d = self.num_edge_types, self.state_dim
-        _check_graph(x, edge_index, edge_type, k)
-        if x.shape[1] != self.annotation_dim:
-            raise ValueError(f"x has {x.shape[1]} features, expected {self.annotation_dim}")
-        n, steps = x.shape[0], self.num_steps if num_steps is None else num_steps
+    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
+        """Index tensors of a graph and the weights derived from the parameters.
+
+        A GGS-NN propagates over the same graph once per output; building the plan once per
+        forward pass saves that work. The plan is part of the autograd graph of the forward pass
+        that built it: do not reuse it after an optimizer step.
+        """
+        k, d, n = self.num_edge_types, self.state_dim, num_nodes
         src, dst = edge_index[0], edge_index[1]
         etype = torch.zeros_like(src) if edge_type is None else edge_type
         # Every message lands in a slot (node, direction, type): an edge u -> v of type t sends
@@ -146,24 +155,46 @@ class GatedGraphPropagation(nn.Module):
         # first (fewer multiply-adds: slots*D*3D against slots*D*D + |a|*3D).
         fused = slots * 3 * d <= slots * d + self.lin_a.in_features * 3
         if fused:
-            w = self._fused_input()  # (slots*D, 3D)
+            w, wa = self._fused_input(), None  # (slots*D, 3D)
         else:
             w = self.weight.reshape(-1, k * d, d)  # (dirs, K*D, D)
             wa = self.lin_a.weight.t().reshape(-1, d, 3 * d)  # (dirs, D, 3D)
         const = self.lin_a.bias.expand(n, 3 * d)  # GRU input biases
         if self.bias is not None:  # degree-weighted message biases, fixed across steps
-            deg = x.new_zeros(n * slots).index_add_(0, index, x.new_ones(index.shape[0]))
+            ones = self.weight.new_ones(index.shape[0])
+            deg = self.weight.new_zeros(n * slots).index_add_(0, index, ones)
             const = const + deg.view(n, slots) @ self._bias_input()  # (N, 3D)
+        return PropagationPlan(n, slots, index, gather, w, wa, const)
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_type: Tensor | None = None,
+        *,
+        num_steps: int | None = None,
+        plan: PropagationPlan | None = None,
+    ) -> Tensor:
+        k, d = self.num_edge_types, self.state_dim
+        _check_graph(x, edge_index, edge_type, k)
+        if x.shape[1] != self.annotation_dim:
+            raise ValueError(f"x has {x.shape[1]} features, expected {self.annotation_dim}")
+        n, steps = x.shape[0], self.num_steps if num_steps is None else num_steps
+        if plan is None:
+            plan = self.plan(edge_index, edge_type, n)
+        elif plan.num_nodes != n:
+            raise ValueError(f"the plan is for {plan.num_nodes} nodes, x has {n}")
         h = F.pad(x, (0, d - self.annotation_dim))  # Eq. 1, (N, D)
         for _ in range(steps):  # weights tied over the T steps
             # Eq. 2: sums of neighbour states per (node, direction, type) slot, then the weights.
-            agg = h.new_zeros(n * slots, d).index_add_(0, index, h.index_select(0, gather))
-            if fused:
-                pa = torch.addmm(const, agg.view(n, slots * d), w)  # (N, 3D) = lin_a(a)
+            agg = h.new_zeros(n * plan.slots, d)
+            agg = agg.index_add_(0, plan.index, h.index_select(0, plan.gather))
+            if plan.wa is None:
+                pa = torch.addmm(plan.const, agg.view(n, plan.slots * d), plan.w)  # lin_a(a)
             else:
                 agg = agg.view(n, -1, k * d).transpose(0, 1)  # (dirs, N, K*D)
-                a = torch.bmm(agg, w)  # (dirs, N, D): [a_in, a_out]
-                pa = const + torch.bmm(a, wa).sum(0)  # (N, 3D) = lin_a(a)
+                a = torch.bmm(agg, plan.w)  # (dirs, N, D): [a_in, a_out]
+                pa = plan.const + torch.bmm(a, plan.wa).sum(0)  # (N, 3D) = lin_a(a)
             zr = torch.sigmoid(pa[:, : 2 * d] + self.lin_h_zr(h))  # Eq. 3, 4
             z, r = zr[:, :d], zr[:, d:]
             cand = torch.tanh(pa[:, 2 * d :] + self.lin_h_c(r * h))  # Eq. 5
