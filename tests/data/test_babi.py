@@ -221,3 +221,15 @@ def test_serialization_tokens_and_targets() -> None:
     s, e, d = g.edges[0]
     assert t[:4] == [vocab.node(s), vocab.edge(e), vocab.node(d), babi.EOL]
     assert y == [*g.questions[0].answer, task.end_class]
+
+
+def test_missing_test_split_holds_out_part_of_the_training_file(tmp_path: Path) -> None:
+    src = FIXTURES / "extra_seq_tasks" / "fold_1" / "noisy_parsed"
+    (tmp_path / "seq" / "train").mkdir(parents=True)
+    text = (src / "train" / "5_graphs.txt").read_text() + (
+        src / "test" / "5_graphs.txt"
+    ).read_text()
+    (tmp_path / "seq" / "train" / "5_graphs.txt").write_text(text)
+    task = babi.load_official("eulerian", tmp_path)  # the sample layout: seq/train only
+    assert (len(task.train), len(task.test)) == (4, 2)
+    assert "held out" in task.source

@@ -241,16 +241,25 @@ def load_official(name: str, root: str | Path, *, fold: int = 1) -> BabiTask:
     spec = task_spec(name)
     train_dir, test_dir = official_dirs(root, name, fold=fold)
     test_file = test_dir / f"{spec.file_id}_graphs.txt"
-    if not test_file.is_file():
-        raise DataError(f"{test_file}: missing (the test split of task {name})")
     train = read_graphs_file(train_dir / f"{spec.file_id}_graphs.txt", kind=spec.kind)
-    test = read_graphs_file(test_file, kind=spec.kind)
+    source = str(train_dir.parent)
+    if test_file.is_file():
+        test = read_graphs_file(test_file, kind=spec.kind)
+    else:  # e.g. the sample files ship only a training split of the sequence tasks
+        if len(train) < 3:
+            raise DataError(f"{test_file}: missing (the test split of task {name})")
+        cut = len(train) - len(train) // 3
+        train, test = train[:cut], train[cut:]
+        source += " (no test split: the last third of the training file is held out)"
+        log.warning(
+            "%s is missing: holding out %d training graphs as the test split", test_file, len(test)
+        )
     names: dict[str, dict[str, int]] = {}
     for key in ("edge_types", "labels", "question_types", "node_ids"):
         f = train_dir / f"{spec.file_id}_{key}.txt"
         if f.is_file():
             names[key] = read_dictionary(f)
-    return _assemble(spec, train, test, source=str(train_dir.parent), names=names)
+    return _assemble(spec, train, test, source=source, names=names)
 
 
 def _assemble(
