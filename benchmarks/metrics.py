@@ -204,7 +204,7 @@ def main() -> None:
         "--dci-trees", type=int, default=100, help="boosting stages of DCI (100: the study)"
     )
     p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
+    args, _ = p.parse_known_args()  # `paperzoo bench metrics` leaves its own argv in place
     torch.set_num_threads(args.threads)
     n, n_eval = args.samples, args.samples // 2
     rng = np.random.default_rng(0)
