@@ -20,9 +20,10 @@ coordinates (``position="fourier"``), a learned embedding per input index (``"le
 none; callers may pass their own coordinates (``coords=``, e.g. xyz of a point cloud) or position
 features (``pos=``, e.g. jointly permuted with the inputs).
 
-Deviations from the paper: PyTorch's default linear initialisation; a LayerNorm before the
-classifier (standard for pre-LN stacks; 2D parameters); the latent array is initialised with a
-truncated normal of std 0.02 as in the official code.
+Initialisation as in the official code: latent array (and learned positions) truncated normal with
+std 0.02, linear layers variance scaling (``paperzoo.nn.attention.variance_scaling_``).
+Deviation from the paper: a LayerNorm before the classifier (standard for pre-LN stacks; 2D
+parameters).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from paperzoo.models.registry import MODELS
-from paperzoo.nn.attention import CrossAttentionBlock, LatentTransformer
+from paperzoo.nn.attention import CrossAttentionBlock, LatentTransformer, variance_scaling_
 from paperzoo.nn.fourier import FourierPositionEncoding, fourier_channels, fourier_features
 
 POSITIONS = ("fourier", "learned", "none")
@@ -155,7 +156,7 @@ class Perceiver(nn.Module):
             for _ in range(max(self.latent_index) + 1)
         )
         self.norm = nn.LayerNorm(cfg.latent_dim)
-        self.head = nn.Linear(cfg.latent_dim, cfg.num_classes)
+        self.head = variance_scaling_(nn.Linear(cfg.latent_dim, cfg.num_classes))
 
     def repeats(self) -> list[tuple[CrossAttentionBlock, LatentTransformer]]:
         """The (cross-attend, latent Transformer) modules applied at each repeat, in order."""

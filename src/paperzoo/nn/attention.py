@@ -9,8 +9,9 @@ Iterative Attention", arXiv:2103.03206, Sec. 2.1-2.2 and Fig. 1).
 All blocks are pre-LayerNorm with a GELU MLP (Sec. 2.2), as in the official code:
 ``x = x + Attn(LN(x)[, LN(kv)])``, then ``x = x + MLP(LN(x))``.
 
-Deviations from the official (JAX) code: PyTorch's default ``nn.Linear`` initialisation instead of
-variance scaling; no attention masks (the paper uses none: all its attention is non-causal).
+Linear layers are initialised as in the official code (Haiku ``VarianceScaling(1.0)``): weights
+from a normal truncated at two standard deviations with std ``1 / sqrt(fan_in)`` after
+truncation, biases zero. No attention masks (the paper uses none: its attention is non-causal).
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
+
+_TRUNC_STD = 0.87962566103423978  # std of a unit normal truncated to [-2, 2]
+
+
+def variance_scaling_(linear: nn.Linear, scale: float = 1.0) -> nn.Linear:
+    """Official-code initialisation: truncated normal, std sqrt(scale / fan_in); zero bias."""
+    std = math.sqrt(scale / max(1, linear.in_features)) / _TRUNC_STD
+    nn.init.trunc_normal_(linear.weight, std=std, a=-2 * std, b=2 * std)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+    return linear
 
 
 class Attention(nn.Module):
@@ -64,6 +76,8 @@ class Attention(nn.Module):
         self.to_k = nn.Linear(kv_dim, qk_channels)
         self.to_v = nn.Linear(kv_dim, v_channels)
         self.to_out = nn.Linear(v_channels, out_dim)
+        for lin in (self.to_q, self.to_k, self.to_v, self.to_out):
+            variance_scaling_(lin)
 
     def forward(
         self, q: Tensor, kv: Tensor, *, need_weights: bool = False
@@ -98,6 +112,8 @@ class FeedForward(nn.Module):
             nn.Linear(widening_factor * dim, dim),
             nn.Dropout(dropout),
         )
+        variance_scaling_(self.net[0])
+        variance_scaling_(self.net[2])
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)
