@@ -107,7 +107,7 @@ class Surrogate:
     clean_loss: float  # E[l(theta; Z)]
     grad_norm_mean: float  # mean final ||grad_z (l - gamma ||z - z0||^2)|| (convergence)
     grad_norm_max: float  # its maximum over the points
-    rel_grad_norm_mean: float  # mean of grad_norm / (2 gamma ||z* - z0||)
+    rel_grad_norm: float  # sum grad_norm / sum (||grad l(z*)|| + 2 gamma ||z* - z0||)
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -158,7 +158,7 @@ def robust_surrogate(
         clean_loss=clean.mean().item() if steps > 0 else rep.loss.mean().item(),
         grad_norm_mean=rep.grad_norm.mean().item(),
         grad_norm_max=rep.grad_norm.max().item(),
-        rel_grad_norm_mean=rep.relative_grad_norm().mean().item(),
+        rel_grad_norm=rep.relative_grad_norm(),
     )
     return summary, rep
 
@@ -170,6 +170,7 @@ def _to_cpu(rep: WRMReport) -> WRMReport:
         rep.loss.cpu(),
         rep.rho.cpu(),
         rep.grad_norm.cpu(),
+        rep.loss_grad_norm.cpu(),
         rep.objective.cpu(),
     )
 

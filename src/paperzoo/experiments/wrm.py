@@ -373,7 +373,7 @@ class WRMExperiment(Experiment):
             f"E_train[phi] = {check.train.phi:.4f}, finite-sample term {check.error:.4f}; "
             f"min margin {check.min_margin:+.4f} (without the term {min(raw_margin):+.4f}). "
             f"Inner maximiser at the end: mean gradient norm {check.train.grad_norm_mean:.2e} "
-            f"(relative {check.train.rel_grad_norm_mean:.2e}).",
+            f"(relative {check.train.rel_grad_norm:.2e}).",
         ]
         figures = [
             self._plot_boundaries(models, xtr, ytr, lim, ctx),

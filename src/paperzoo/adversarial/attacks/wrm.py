@@ -71,12 +71,15 @@ class WRMReport:
     loss: Tensor  # l(theta; z*): the loss at the adversarial point
     rho: Tensor  # ||z* - z0||^2: the transport cost of each point
     grad_norm: Tensor  # ||grad_z (l - gamma ||z - z0||^2)|| at z* (projected if clipped)
+    loss_grad_norm: Tensor  # ||grad_z l(z*)||: the scale the residual grad_norm is compared with
     objective: Tensor  # (T, B) penalised objective along the ascent
 
-    def relative_grad_norm(self) -> Tensor:
-        """grad_norm / (2 gamma sqrt(rho)): the gradient relative to the size of the penalty's
-        own gradient at z* (0 at an exact maximiser; << 1 means converged). Shapes: (B,)"""
-        return self.grad_norm / (2 * self.gamma * self.rho.sqrt()).clamp_min(1e-12)
+    def relative_grad_norm(self) -> float:
+        """sum grad_norm / sum (||grad l(z*)|| + 2 gamma ||z* - z0||): the stationarity residual
+        relative to the two gradients that cancel at a maximiser (0 exact, << 1 converged; summed
+        over the batch so that points with vanishing gradients do not divide by zero)."""
+        scale = self.loss_grad_norm + 2 * self.gamma * self.rho.sqrt()
+        return (self.grad_norm.sum() / scale.sum().clamp_min(1e-12)).item()
 
     def summary(self) -> dict[str, float]:
         """Batch means (and the worst gradient norm), for logs and results.json."""
@@ -87,7 +90,7 @@ class WRMReport:
             "rho": self.rho.mean().item(),
             "grad_norm_mean": self.grad_norm.mean().item(),
             "grad_norm_max": self.grad_norm.max().item(),
-            "rel_grad_norm_mean": self.relative_grad_norm().mean().item(),
+            "rel_grad_norm": self.relative_grad_norm(),
         }
 
     @staticmethod
@@ -101,6 +104,7 @@ class WRMReport:
             loss=torch.cat([r.loss for r in reports]),
             rho=torch.cat([r.rho for r in reports]),
             grad_norm=torch.cat([r.grad_norm for r in reports]),
+            loss_grad_norm=torch.cat([r.loss_grad_norm for r in reports]),
             objective=torch.cat([r.objective for r in reports], dim=1),
         )
 
@@ -172,6 +176,7 @@ def wrm_ascent(
         loss=best.loss.detach(),
         rho=_sqnorm(best.z - x).detach(),
         grad_norm=best.grad_norm.detach(),
+        loss_grad_norm=best.loss_grad_norm.detach(),
         objective=torch.stack(objective).detach(),
     )
     return best.z.detach(), rep
@@ -189,8 +194,8 @@ class _Best:
     _TOL = 1e-5
 
     def __init__(self) -> None:
-        self.z = self.loss = self.obj = self.grad_norm = torch.empty(0)
-        self.start: tuple[Tensor, Tensor, Tensor, Tensor] | None = None
+        self.z = self.loss = self.obj = self.grad_norm = self.loss_grad_norm = torch.empty(0)
+        self.start: tuple[Tensor, ...] | None = None
 
     def update(
         self,
@@ -208,22 +213,26 @@ class _Best:
             step = 1.0 / (2 * gamma)
             grad_f = ((z + step * grad_f).clamp(*clip) - z) / step
         gn = grad_f.flatten(1).norm(dim=1)
+        lgn = g.flatten(1).norm(dim=1)
         if self.start is None:
-            self.start = (z, loss, obj, gn)
-            self.z, self.loss, self.obj, self.grad_norm = z, loss, obj, gn
+            self.start = (z, loss, obj, gn, lgn)
+            self.z, self.loss, self.obj, self.grad_norm, self.loss_grad_norm = self.start
             return
-        self._take(obj >= self.obj - self._TOL * (1 + self.obj.abs()), z, loss, obj, gn)
+        self._take(obj >= self.obj - self._TOL * (1 + self.obj.abs()), z, loss, obj, gn, lgn)
 
     def finish(self) -> None:
         assert self.start is not None
-        z, loss, obj, gn = self.start
-        self._take(obj > self.obj, z, loss, obj, gn)
+        z, loss, obj, gn, lgn = self.start
+        self._take(obj > self.obj, z, loss, obj, gn, lgn)
 
-    def _take(self, mask: Tensor, z: Tensor, loss: Tensor, obj: Tensor, gn: Tensor) -> None:
+    def _take(
+        self, mask: Tensor, z: Tensor, loss: Tensor, obj: Tensor, gn: Tensor, lgn: Tensor
+    ) -> None:
         self.z = torch.where(mask.view(-1, *([1] * (z.dim() - 1))), z, self.z)
         self.loss = torch.where(mask, loss, self.loss)
         self.obj = torch.where(mask, obj, self.obj)
         self.grad_norm = torch.where(mask, gn, self.grad_norm)
+        self.loss_grad_norm = torch.where(mask, lgn, self.loss_grad_norm)
 
 
 def _schedule(step_size: StepSize) -> Callable[[int], float]:
