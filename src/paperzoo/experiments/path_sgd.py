@@ -7,8 +7,8 @@ layer's units rescaled: incoming weights x c, outgoing / c; the network computes
 function). Every optimiser gets its best step size from a grid 10^-a, separately for each
 initialisation. Measured:
 
-* invariance: Path-SGD's runs from the two initialisations (same step size, same batches) end
-  with the same function, while SGD's do not;
+* invariance: Path-SGD's runs from the two initialisations (same step size, same batches, in
+  float64) end with the same function, while SGD's do not;
 * with the unbalanced initialisation Path-SGD reaches a lower training loss than SGD and AdaGrad
   within the budget (the paper's Figure 2, solid lines); with the balanced one too (dashed);
 * the test error of every optimiser x initialisation.
@@ -43,7 +43,13 @@ from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import predict
 from paperzoo.models.small import MLP
-from paperzoo.optim import PathSGD, balanced_init_, path_norm, unbalanced_init_
+from paperzoo.optim import (
+    PathSGD,
+    balanced_init_,
+    path_norm,
+    rescale_units_,
+    unbalanced_init_,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +67,7 @@ class PathSGDConfig:
     pathsgd_lrs: tuple[float, ...]  # step-size grid 10^-a for Path-SGD
     sgd_lrs: tuple[float, ...]  # ... for SGD
     adagrad_lrs: tuple[float, ...]  # ... for AdaGrad
+    invariance_steps: int = 200  # steps of the float64 invariance runs (net vs rescaled copy)
     c: float = 10.0  # unbalanced init: factor of the rescaled units (incoming x c, outgoing / c)
     fraction: float = 0.5  # unbalanced init: share of every hidden layer's units rescaled
     dropout: float = 0.0  # dropout after each hidden ReLU (the paper ran 0 and 0.5)
@@ -95,6 +102,21 @@ class _Run:
             "final_train_error": None if self.diverged else self.train_error[-1],
             "final_test_error": None if self.diverged else self.test_error[-1],
         }
+
+
+def _loss_fn(net: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
+    x, y = batch
+    return F.cross_entropy(net(x), y)
+
+
+def _make_optimizer(
+    opt: str, model: nn.Module, lr: float, input_shape: tuple[int, ...]
+) -> torch.optim.Optimizer:
+    if opt == "pathsgd":
+        return PathSGD(model, lr=lr, input_shape=input_shape)
+    if opt == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr)
+    return torch.optim.Adagrad(model.parameters(), lr=lr)
 
 
 def _rel_max_diff(a: Tensor, b: Tensor) -> float:
@@ -141,7 +163,8 @@ class PathSGDExperiment(Experiment):
     configs = {
         "smoke": PathSGDConfig(
             hidden=32, epochs=2, batch_size=100, pathsgd_lrs=(0.1,), sgd_lrs=(0.1,),
-            adagrad_lrs=(0.01,), n_train=400, n_test=200, default_dataset="digits",
+            adagrad_lrs=(0.01,), invariance_steps=8, n_train=400, n_test=200,
+            default_dataset="digits",
         ),
         "quick": PathSGDConfig(
             hidden=500, epochs=15, batch_size=100, pathsgd_lrs=(1.0, 0.1, 0.01, 0.001),
@@ -150,7 +173,7 @@ class PathSGDExperiment(Experiment):
         "full": PathSGDConfig(
             hidden=4000, epochs=100, batch_size=100, pathsgd_lrs=(1.0, 0.1, 0.01, 0.001, 1e-4),
             sgd_lrs=(1.0, 0.1, 0.01, 0.001, 1e-4, 1e-5), adagrad_lrs=(0.1, 0.01, 0.001, 1e-4),
-            default_dataset="mnist",
+            invariance_steps=1000, default_dataset="mnist",
         ),
     }  # fmt: skip
 
@@ -169,7 +192,7 @@ class PathSGDExperiment(Experiment):
             )
         balanced_init_(base, generator=ctx.generator("init"))
         unbalanced = copy.deepcopy(base)
-        unbalanced_init_(
+        masks = unbalanced_init_(
             unbalanced, c=cfg.c, fraction=cfg.fraction, generator=ctx.generator("unbalance")
         )
         nets = {"balanced": base, "unbalanced": unbalanced}
@@ -193,18 +216,36 @@ class PathSGDExperiment(Experiment):
         self._prune_checkpoints(runs, best, ctx)
 
         m: dict[str, float | None] = {}
-        # Invariance: the same step size from the balanced and the rescaled initialisation.
+        # Invariance: the same step size and batches from the balanced initialisation and from
+        # its rescaled copy, in float64 so that rounding (amplified by the chaotic training
+        # dynamics over many float32 steps) does not mask the algorithm's exact invariance.
         lr_p = best[("balanced", "pathsgd")].lr
-        m["invariance.rescaled_net.same_trajectory"] = self._pair_diff(runs, "pathsgd", lr_p)
         stable = [
             lr
             for lr in grids["sgd"]
             if not runs[("balanced", "sgd", lr)].diverged
             and not runs[("unbalanced", "sgd", lr)].diverged
         ]
-        lr_s = best[("unbalanced", "sgd")].lr if best[("unbalanced", "sgd")].lr in stable else None
-        lr_s = lr_s if lr_s is not None else (max(stable) if stable else grids["sgd"][0])
-        m["invariance.rescaled_net.sgd_rel_diff"] = self._pair_diff(runs, "sgd", lr_s)
+        lr_s = best[("unbalanced", "sgd")].lr
+        if lr_s not in stable and stable:
+            lr_s = max(stable)
+        # The float64 pair: the rescaling is redone in float64 so both start from the same function
+        # up to float64 rounding.
+        base64 = copy.deepcopy(base).double()
+        rescaled64 = copy.deepcopy(base64)
+        for layer, mask in masks.items():
+            rescale_units_(rescaled64, layer, torch.where(mask, cfg.c, 1.0).to(torch.float64))
+        nets64 = {"balanced": base64, "unbalanced": rescaled64}
+        inv = {
+            opt: self._invariance(nets64, opt, lr, split, cfg, ctx)
+            for opt, lr in (("pathsgd", lr_p), ("sgd", lr_s))
+        }
+        m["invariance.rescaled_net.same_trajectory"] = inv["pathsgd"]
+        m["invariance.rescaled_net.sgd_rel_diff"] = inv["sgd"]
+        fp32 = {
+            "pathsgd": self._pair_diff(runs, "pathsgd", lr_p),
+            "sgd": self._pair_diff(runs, "sgd", lr_s),
+        }
         for init in INITS:
             ref = best[(init, "pathsgd")].final_loss
             for opt in ("sgd", "adagrad"):
@@ -227,9 +268,15 @@ class PathSGDExperiment(Experiment):
             + ". Chosen by the final training loss: "
             + ", ".join(f"{k} {v:g}" for k, v in chosen.items())
             + ".",
-            f"Invariance compared at Path-SGD step size {lr_p:g} and SGD step size {lr_s:g} "
-            "(the largest grid value at which SGD stays finite from both initialisations, "
-            "preferring the one chosen for the unbalanced init).",
+            f"Invariance: {cfg.invariance_steps} float64 steps from the balanced net and from its "
+            f"rescaled copy on the same batches, Path-SGD at step size {lr_p:g} (chosen, "
+            f"balanced) and SGD at {lr_s:g} (chosen for the unbalanced init, finite from both). "
+            "The float32 grid runs at these step sizes end "
+            + " and ".join(
+                f"{LABELS[o]} {v:.2g}" if v is not None else f"{LABELS[o]} diverged"
+                for o, v in fp32.items()
+            )
+            + f" apart after {cfg.epochs} epochs: rounding differences grow during training.",
             "Path norms at initialisation: "
             + ", ".join(f"{k} {path_norm(v):.4g}" for k, v in nets.items())
             + " (equal: rescaling leaves every path's product unchanged).",
@@ -238,6 +285,7 @@ class PathSGDExperiment(Experiment):
             "config": asdict(cfg),
             "chosen_lr": chosen,
             "invariance_lr": {"pathsgd": lr_p, "sgd": lr_s},
+            "invariance_float32_full_budget": fp32,
             "runs": [r.summary() for r in runs.values()],
             "curves": {
                 f"{i}.{o}": {
@@ -264,18 +312,7 @@ class PathSGDExperiment(Experiment):
         ctx: RunContext,
     ) -> _Run:
         steps_per_epoch = len(split.x_train) // cfg.batch_size
-        optimizer: torch.optim.Optimizer
-        if opt == "pathsgd":
-            optimizer = PathSGD(model, lr=lr, input_shape=tuple(split.x_train.shape[1:]))
-        elif opt == "sgd":
-            optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-        else:
-            optimizer = torch.optim.Adagrad(model.parameters(), lr=lr)
-
-        def loss_fn(net: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-            x, y = batch
-            return F.cross_entropy(net(x), y)
-
+        optimizer = _make_optimizer(opt, model, lr, tuple(split.x_train.shape[1:]))
         logits: dict[str, Tensor] = {}
 
         def evaluate(net: nn.Module) -> dict[str, float]:
@@ -292,7 +329,7 @@ class PathSGDExperiment(Experiment):
         trainer = Trainer(
             model,
             optimizer,
-            loss_fn,
+            _loss_fn,
             config=TrainConfig(
                 steps=cfg.epochs * steps_per_epoch,
                 batch_size=cfg.batch_size,
@@ -334,6 +371,43 @@ class PathSGDExperiment(Experiment):
             test_error=[p["test_error"] for p in points],
             test_logits=None if diverged else logits.get("test"),
         )
+
+    def _invariance(
+        self,
+        nets: dict[str, nn.Module],
+        opt: str,
+        lr: float,
+        split: Any,
+        cfg: PathSGDConfig,
+        ctx: RunContext,
+    ) -> float | None:
+        """Max relative test-logit difference after training both nets the same way (float64)."""
+        x, y = split.x_train.double(), split.y_train
+        logits = []
+        for init in INITS:
+            model = copy.deepcopy(nets[init])
+            trainer = Trainer(
+                model,
+                _make_optimizer(opt, model, lr, tuple(x.shape[1:])),
+                _loss_fn,
+                config=TrainConfig(
+                    steps=cfg.invariance_steps,
+                    batch_size=cfg.batch_size,
+                    seed=ctx.seed,
+                    log_every=max(1, cfg.invariance_steps),
+                    progress=ctx.progress,
+                    desc=f"invariance-{init}-{opt}",
+                ),
+                device=ctx.device,
+            )
+            try:
+                with seeded(ctx.seed):
+                    trainer.fit((x, y))
+            except NonFiniteLossError as err:
+                log.info("invariance run %s/%s diverged: %s", init, opt, err)
+                return None
+            logits.append(predict(model, split.x_test.double(), device=ctx.device))
+        return _rel_max_diff(logits[0], logits[1])
 
     @staticmethod
     def _pair_diff(runs: dict[tuple[str, str, float], _Run], opt: str, lr: float) -> float | None:
