@@ -77,7 +77,7 @@ class ResNetConfig:
     loss_window: int  # final training loss = mean over this many last steps
     log_every: int  # steps per logged (averaged) training record
     eval_every: int  # steps between test evaluations (0: only at the end)
-    channels_last: bool  # engine option: channels-last memory format (CUDA only; slower on CPU)
+    channels_last: bool  # engine option: channels-last memory format
     compile: bool  # engine option: torch.compile when available
 
 
@@ -274,7 +274,7 @@ class ResNetExperiment(Experiment):
                 log_every=cfg.log_every,
                 eval_every=cfg.eval_every,
                 checkpoint_every=cfg.eval_every if ctx.scale == "full" else 0,
-                channels_last=cfg.channels_last and ctx.device.startswith("cuda"),
+                channels_last=cfg.channels_last,
                 compile=compile_ok,
                 progress=ctx.progress,
                 desc=name,
