@@ -85,3 +85,13 @@ def test_feedforward_widening_and_bad_heads() -> None:
     assert ff.net[0].out_features == 24
     with pytest.raises(ValueError, match="divisible"):
         Attention(q_dim=10, kv_dim=10, num_heads=3)
+
+
+def test_official_variance_scaling_initialisation() -> None:
+    with seeded(5):
+        attn = Attention(q_dim=256, kv_dim=64, num_heads=4)
+    for lin in (attn.to_q, attn.to_k, attn.to_v, attn.to_out):
+        fan_in = lin.in_features
+        assert lin.weight.std().item() == pytest.approx(1 / math.sqrt(fan_in), rel=0.05)
+        assert lin.weight.abs().max().item() <= 2 / 0.8796 / math.sqrt(fan_in) + 1e-6
+        assert torch.count_nonzero(lin.bias) == 0

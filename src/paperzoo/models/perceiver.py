@@ -252,8 +252,8 @@ class Perceiver(nn.Module):
 # Transformer (8 heads); 44.9M parameters with the paper's weight sharing, 326M without.
 IMAGENET = PerceiverConfig()
 
-# A CPU-sized model for 28x28 digits: 32 x 64 latents, one cross-attend, two latent blocks,
-# 8 Fourier bands (mu = 28).
+# A CPU-sized model for 28x28 digits: 32 x 64 latents, one cross-attend (4 heads: on digits they
+# learn much faster than the paper's single head), two latent blocks, 8 Fourier bands (mu = 28).
 MNIST_SMALL = PerceiverConfig(
     input_channels=1,
     index_dims=(28, 28),
@@ -262,7 +262,7 @@ MNIST_SMALL = PerceiverConfig(
     latent_dim=64,
     num_cross_attends=1,
     self_attends_per_block=2,
-    cross_heads=1,
+    cross_heads=4,
     self_heads=4,
     cross_qk_channels=64,
     cross_widening=2,
