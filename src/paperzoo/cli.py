@@ -207,10 +207,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         scripts = [p for p in scripts if p.stem == args.name.replace("-", "_")]
         if not scripts:
             raise UsageError(f"no benchmark {args.name!r} in {bench}")
-    for script in scripts:
-        sys.stdout.write(f"== {script.stem}\n")
-        sys.stdout.flush()
-        runpy.run_path(str(script), run_name="__main__")
+    saved_argv = sys.argv
+    try:
+        for script in scripts:
+            sys.stdout.write(f"== {script.stem}\n")
+            sys.stdout.flush()
+            sys.argv = [str(script)]  # the benchmark parses its own (default) arguments
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved_argv
     return 0
 
 
