@@ -161,3 +161,11 @@ def test_inputs_are_validated() -> None:
         mig(np.zeros((5, 2)), np.full((5, 2), 0.5))
     with pytest.raises(ValueError, match="two latent"):
         mig(np.zeros((5, 1)), np.zeros((5, 2), dtype=int))
+
+
+def test_dci_parallel_fits_give_identical_scores(codes) -> None:
+    f, ft = codes["factors"]
+    c, ct = codes["random"]
+    one = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3)
+    two = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3, n_jobs=2)
+    assert one == two
