@@ -222,7 +222,7 @@ def test_sgd_is_not_invariant_to_node_wise_rescaling() -> None:
     assert (a(x) - b(x)).abs().max() > 1e-3 * a(x).abs().max()
 
 
-def test_unbalanced_init_preserves_the_function_and_rescales_half_the_units() -> None:
+def test_unbalanced_init_preserves_the_function_and_rescales_drawn_units() -> None:
     net = make_mlp().float()
     balanced_init_(net, generator=torch.Generator().manual_seed(0))
     for m in net.modules():
@@ -231,13 +231,32 @@ def test_unbalanced_init_preserves_the_function_and_rescales_half_the_units() ->
             assert not m.bias.any()
     before = copy.deepcopy(net)
     norm = path_norm(net)
-    masks = unbalanced_init_(net, c=10.0, generator=torch.Generator().manual_seed(1))
-    assert [int(m.sum()) for m in masks.values()] == [5, 4]
+    scales = unbalanced_init_(net, draws=6, generator=torch.Generator().manual_seed(1))
+    assert [tuple(s.shape) for s in scales.values()] == [(10,), (8,)]
+    factors = torch.cat(list(scales.values()))
+    # Six draws with replacement: at most six units rescaled, each by 10 * c with c log-normal.
+    assert 1 <= int((factors != 1).sum()) <= 6 and bool((factors > 0).all())
     x = torch.rand(7, 12)
-    torch.testing.assert_close(net(x), before(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(net(x), before(x), rtol=1e-4, atol=1e-5)
     assert path_norm(net) == pytest.approx(norm, rel=1e-5)
     row_norms = net.net[1].weight.norm(dim=1) / before.net[1].weight.norm(dim=1)
-    torch.testing.assert_close(row_norms, torch.where(masks[0], 10.0, 1.0))
+    torch.testing.assert_close(row_norms, scales[0].float(), rtol=1e-5, atol=0)
+
+
+def test_unbalanced_init_draws_a_quarter_of_the_hidden_units_by_default() -> None:
+    net = MLP(in_features=5, hidden=(400, 400), num_classes=3)
+    scales = unbalanced_init_(net, generator=torch.Generator().manual_seed(0))
+    factors = torch.cat(list(scales.values()))
+    # 200 draws with replacement from 800 units: about 800 * (1 - (1 - 1/800)^200) = 177 units.
+    assert 150 <= int((factors != 1).sum()) <= 200
+    once = factors[factors != 1].log10() - 1  # log10(c) of units drawn (mostly) once
+    assert float(once.median()) == pytest.approx(0.0, abs=0.15)  # median c = 1: factor 10
+    untouched = copy.deepcopy(net)
+    none = unbalanced_init_(untouched, draws=0)
+    assert all(bool((s == 1).all()) for s in none.values())
+    assert all(
+        torch.equal(a, b) for a, b in zip(untouched.parameters(), net.parameters(), strict=True)
+    )
 
 
 class Residual(nn.Module):
