@@ -365,3 +365,32 @@ def test_blockwise_update_with_momentum_and_weight_decay(monkeypatch, xshape) ->
                 q -= 0.03 * bufs[n]
     for (n, q), r in zip(net.named_parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(q, r, rtol=1e-12, atol=1e-12, msg=n)
+
+
+@pytest.mark.parametrize(
+    "widths",
+    [(3, 12, 4, 2), (8, 3, 4, 5), (3, 4, 5, 12), (4, 6, 9, 5, 3)],
+    ids=["pivot-first", "pivot-middle", "pivot-last", "four-layers"],
+)
+@pytest.mark.parametrize("bias", [True, False])
+def test_mlp_fast_path_equals_the_update_rule(monkeypatch, widths, bias: bool) -> None:
+    # The MLP path reads the largest layer once (both gammas from its old weights) and walks
+    # outwards; wherever the largest layer sits, the update is w - lr * grad / gamma(w).
+    import paperzoo.optim.path_sgd as ps
+
+    monkeypatch.setattr(ps, "_CHUNK_ELEMS", 5)  # several row blocks per weight
+    torch.manual_seed(1)
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(widths):
+        layers += [nn.Linear(a, b, bias=bias), nn.ReLU()]
+    net = nn.Sequential(*layers[:-1]).double()
+    opt = PathSGD(net, lr=0.05)
+    for _ in range(2):
+        x = torch.randn(7, widths[0], dtype=torch.float64)
+        net.zero_grad()
+        net(x).pow(2).mean().backward()
+        gam = path_scaling(net)
+        expected = {n: q.detach() - 0.05 * q.grad / gam[n] for n, q in net.named_parameters()}
+        opt.step()
+        for n, q in net.named_parameters():
+            torch.testing.assert_close(q.detach(), expected[n], rtol=1e-12, atol=1e-14, msg=n)

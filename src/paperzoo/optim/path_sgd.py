@@ -215,6 +215,17 @@ def _row_chunks(rows: int, cols: int) -> list[slice]:
     return [slice(r, min(r + step, rows)) for r in range(0, rows, step)]
 
 
+def _block(buf: Tensor, shape: Sequence[int]) -> Tensor:
+    """A view of the first prod(shape) entries of the flat scratch buffer ``buf``."""
+    return buf[: math.prod(shape)].view(*shape)
+
+
+def _powered_into(t: Tensor, p: float, out: Tensor) -> Tensor:
+    """|t|^p written into ``out`` (a scratch block of t's shape)."""
+    t = t.detach()
+    return torch.mul(t, t, out=out) if p == 2 else torch.abs(t, out=out).pow_(p)
+
+
 class _PoweredLinear(torch.autograd.Function):
     """y = x @ (|W|^p)^T + b' without storing |W|^p: row blocks are powered on the fly.
 
@@ -438,6 +449,9 @@ class PathSGD(torch.optim.Optimizer):
                     raise ValueError("PathSGD got a parameter that does not belong to the model")
         self._input_shape: tuple[int, ...] | None = None
         self._verified = False
+        # Reused row-block buffers of the MLP path (fresh block-sized allocations each step
+        # cost page faults comparable to the arithmetic).
+        self._scratch_bufs: dict[tuple[int, torch.dtype, torch.device], Tensor] = {}
         self._hook: Any = None
         shape = tuple(input_shape) if input_shape is not None else _default_input_shape(self._chain)
         if shape is not None:
@@ -527,42 +541,108 @@ class PathSGD(torch.optim.Optimizer):
     def _step_linear_chain(
         self, linears: list[nn.Linear], groups: dict[int, dict[str, Any]]
     ) -> None:
-        """MLP fast path: each weight matrix is read twice, as by the general path's forward
-        pass plus a plain SGD update would.
+        """MLP fast path: the largest weight matrix is read once, every other one twice.
 
-        1. forward, first layer to last: gamma_in of every layer (all-ones input, |w|^p);
-        2. backward, last layer to first, one pass per layer over row blocks of W: add the
-           block's share of the previous layer's gamma_out (computed from the weights *before*
-           the update), then update the block. Gamma is therefore exactly that of the current
-           weights, as in the general path.
+        gamma_in(l) needs the layers below l, gamma_out(l) the layers above. With k the layer
+        with the most weights ("pivot"):
+
+        1. forward, layers 0 .. k-1: gamma_in of layers 1 .. k (all-ones input, |w|^p);
+        2. backward, layers n-1 .. k+1: gamma_out of layers k .. n-2;
+        3. one pass over row blocks of W_k: its block's share of gamma_in(k+1) and of
+           gamma_out(k-1), both from the weights *before* the update, then the block's update;
+        4. layers k-1 .. 0, one pass each: the share of the previous layer's gamma_out (old
+           weights), then the update; layers k+1 .. n-1 likewise with the next gamma_in.
+
+        Gamma is therefore exactly that of the current weights, as in the general path.
         """
         p = self._p
-        gins: list[Tensor] = []
-        v = torch.ones(linears[0].in_features, dtype=linears[0].weight.dtype)
-        v = v.to(linears[0].weight.device)
-        for m in linears:  # gamma_in(layer l+1) = |W_l|^p gamma_in(l) + |b_l|^p
-            gins.append(v)
-            v = _PoweredLinear.apply(v.unsqueeze(0), m.weight.detach(), None, p).squeeze(0)
-            if m.bias is not None:
-                v = v + _powered(m.bias, p)
-        gout = torch.ones_like(v)  # d sum(out) / d out
-        for i in range(len(linears) - 1, -1, -1):
-            m = linears[i]
-            w, b = m.weight, m.bias
-            w_group = groups.get(id(w)) if w.grad is not None else None
-            if b is not None and b.grad is not None and id(b) in groups:
-                self._update(b, groups[id(b)], gamma=self._finish(gout.clone()))
-            prev = torch.zeros_like(gins[i]) if i > 0 else None
-            inv_out, inv_in = self._inverse_factors(gout, gins[i])
-            buf = self._momentum_buffer(w, w_group) if w_group is not None else None
-            wd = w.detach()
-            for rows in _row_chunks(*w.shape):
-                if prev is not None:  # gamma_out(l-1) += (|W_l|^p)^T gamma_out(l), old weights
-                    prev.addmv_(_powered(wd[rows], p).t(), gout[rows])
-                if w_group is not None:
-                    self._update_rows(w, rows, w_group, buf, factors=(inv_out, inv_in))
-            if prev is not None:
-                gout = prev
+        n = len(linears)
+        k = max(range(n), key=lambda i: linears[i].weight.numel())
+        w0 = linears[0].weight
+        gins: list[Tensor | None] = [None] * n  # gamma_in of each layer's input units
+        gouts: list[Tensor | None] = [None] * n  # gamma_out of each layer's output units
+        gins[0] = torch.ones(linears[0].in_features, dtype=w0.dtype, device=w0.device)
+        for i in range(k):  # gamma_in(l+1) = |W_l|^p gamma_in(l) + |b_l|^p
+            gins[i + 1] = self._next_gamma_in(linears[i], gins[i])  # type: ignore[arg-type]
+        wl = linears[-1].weight
+        gouts[-1] = torch.ones(linears[-1].out_features, dtype=wl.dtype, device=wl.device)
+        for i in range(n - 1, k, -1):  # gamma_out(l-1) = (|W_l|^p)^T gamma_out(l)
+            wd, g = linears[i].weight.detach(), gouts[i]
+            assert g is not None
+            buf = self._scratch(0, wd)
+            prev = torch.zeros(wd.shape[1], dtype=wd.dtype, device=wd.device)
+            for rows in _row_chunks(*wd.shape):
+                wr = wd[rows]
+                prev.addmv_(_powered_into(wr, p, _block(buf, wr.shape)).t(), g[rows])
+            gouts[i - 1] = prev
+        # The pivot, then outwards in both directions: one pass over each remaining layer.
+        self._fused_pass(linears, k, gins, gouts, groups, down=k > 0, up=k < n - 1)
+        for i in range(k - 1, -1, -1):
+            self._fused_pass(linears, i, gins, gouts, groups, down=i > 0, up=False)
+        for i in range(k + 1, n):
+            self._fused_pass(linears, i, gins, gouts, groups, down=False, up=i < n - 1)
+
+    def _scratch(self, slot: int, ref: Tensor) -> Tensor:
+        """Flat buffer ``slot`` large enough for one row block of ``ref`` (2-D)."""
+        need = max(_CHUNK_ELEMS, ref.shape[-1])
+        key = (slot, ref.dtype, ref.device)
+        buf = self._scratch_bufs.get(key)
+        if buf is None or buf.numel() < need:
+            buf = self._scratch_bufs[key] = torch.empty(need, dtype=ref.dtype, device=ref.device)
+        return buf
+
+    def _next_gamma_in(self, m: nn.Linear, gin: Tensor) -> Tensor:
+        wd = m.weight.detach()
+        buf = self._scratch(0, wd)
+        v = torch.empty(wd.shape[0], dtype=wd.dtype, device=wd.device)
+        for rows in _row_chunks(*wd.shape):
+            wr = wd[rows]
+            torch.mv(_powered_into(wr, self._p, _block(buf, wr.shape)), gin, out=v[rows])
+        return v + _powered(m.bias, self._p) if m.bias is not None else v
+
+    def _fused_pass(
+        self,
+        linears: list[nn.Linear],
+        i: int,
+        gins: list[Tensor | None],
+        gouts: list[Tensor | None],
+        groups: dict[int, dict[str, Any]],
+        *,
+        down: bool,
+        up: bool,
+    ) -> None:
+        """One pass over row blocks of layer ``i``: with its old weights, accumulate
+        gamma_out(i-1) (``down``) and gamma_in(i+1) (``up``); then update the block."""
+        p = self._p
+        m = linears[i]
+        w, b = m.weight, m.bias
+        gin, gout = gins[i], gouts[i]
+        assert gin is not None and gout is not None
+        prev = torch.zeros_like(gin) if down else None
+        nxt = torch.empty_like(gout) if up else None
+        w_group = groups.get(id(w)) if w.grad is not None else None
+        inv_out, inv_in = self._inverse_factors(gout, gin)
+        buf = self._momentum_buffer(w, w_group) if w_group is not None else None
+        wd = w.detach()
+        pbuf, ubuf = self._scratch(0, wd), self._scratch(1, wd)
+        for rows in _row_chunks(*w.shape):
+            if prev is not None or nxt is not None:
+                wr = wd[rows]
+                wp = _powered_into(wr, p, _block(pbuf, wr.shape))  # (rows, in), cache-sized
+                if prev is not None:  # gamma_out(i-1) += (|W_i|^p)^T gamma_out(i)
+                    prev.addmv_(wp.t(), gout[rows])
+                if nxt is not None:  # gamma_in(i+1) = |W_i|^p gamma_in(i) (+ |b|^p below)
+                    torch.mv(wp, gin, out=nxt[rows])
+            if w_group is not None:
+                self._update_rows(w, rows, w_group, buf, factors=(inv_out, inv_in), scratch=ubuf)
+        if nxt is not None:
+            if b is not None:
+                nxt.add_(_powered(b, p))  # the old bias, before its update below
+            gins[i + 1] = nxt
+        if prev is not None:
+            gouts[i - 1] = prev
+        if b is not None and b.grad is not None and id(b) in groups:
+            self._update(b, groups[id(b)], gamma=self._finish(gout.clone()))
 
     def _inverse_factors(self, gout: Tensor, gin: Tensor) -> tuple[Tensor, Tensor]:
         """(1 / gamma_out, 1 / gamma_in) of a Linear weight, each to the power 2/p."""
@@ -600,9 +680,11 @@ class PathSGD(torch.optim.Optimizer):
         *,
         gamma: Tensor | None = None,
         factors: tuple[Tensor, Tensor] | None = None,
+        scratch: Tensor | None = None,
     ) -> None:
         """Path-SGD update of ``q[rows]``: w <- w - lr * grad / gamma_p(w, e), with gamma given
-        in full or as the reciprocal factors (1 / gamma_out, 1 / gamma_in) of a Linear weight."""
+        in full or as the reciprocal factors (1 / gamma_out, 1 / gamma_in) of a Linear weight
+        (``scratch``: a flat buffer for the block's temporary)."""
         grad = q.grad
         assert grad is not None
         if grad.is_sparse:
@@ -613,7 +695,11 @@ class PathSGD(torch.optim.Optimizer):
             d = d.add(qr, alpha=wd)
         if factors is not None:
             inv_out, inv_in = factors
-            d = d * inv_out[rows].unsqueeze(1)  # (rows, in): a block small enough for the cache
+            col = inv_out[rows].unsqueeze(1)
+            if scratch is not None:  # (rows, in): a block small enough for the cache
+                d = torch.mul(d, col, out=_block(scratch, d.shape))
+            else:
+                d = d * col
             if buf is None:
                 qr.addcmul_(d, inv_in, value=-lr)  # w -= lr * grad / (gamma_out gamma_in)
                 return
