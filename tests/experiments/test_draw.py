@@ -81,5 +81,18 @@ def test_full_config_is_the_paper_model_and_its_first_steps_run(tmp_path: Path):
 def test_quick_claims_hold(tmp_path: Path):
     ctx = RunContext(scale="quick", seed=0, out_dir=tmp_path / "quick", quiet=True)
     result = run_experiment("draw", ctx)
+    # The paper's ordering (attention <= no attention) is the target of --scale full; the issue
+    # accepts it either way at quick scale, so it is only required to be measured here.
+    ordering = "mnist.attention_vs_no_attention.test_nll_bound"
     for claim in result.claims:
-        assert claim.holds is not False, (claim.id, claim.measured, claim.target)
+        if claim.id == ordering:
+            assert np.isfinite(claim.measured), claim
+        else:
+            assert claim.holds is not False, (claim.id, claim.measured, claim.target)
+    measured = {c.id: c.measured for c in result.claims}
+    assert measured["mnist.attention.test_nll_bound"] <= 115
+    details = json.loads((ctx.out_dir / "results.json").read_text())["details"]["results"]
+    for variant in ("attention", "no_attention"):
+        res = details[variant]
+        iw = res["test_iw"]  # on the first n_iw test images: a tighter bound than their ELBO
+        assert iw["iw_nll"] < iw["nll_bound"]
