@@ -15,10 +15,9 @@ importance-weighted estimate.
 Deviations from the paper, all in the config and docs/draw.md:
 
 * quick: 16 glimpses instead of 64, LSTMs of 128, z of 32, and a 5x5 read (the same grid as the
-  5x5 write) instead of 2x2: with 4x fewer glimpses a 2x2
-  read shows the encoder too little of the digit and learning crawls (single-seed probes, same
-  budget: 2x2 at ~155 nats after 900 steps, 4x4 at 113.5 after 1,200 steps, 5x5 at ~109 after
-  1,200 steps at lr 2e-3; see docs/draw.md);
+  5x5 write) instead of 2x2: with 4x fewer glimpses a 2x2 read shows the encoder too little of
+  the digit and learning crawls (single-seed probes, same budget: 2x2 at ~143 nats after 1,200 steps at lr 2e-3, 4x4 at 113.5 after 1,200 steps at lr
+  2e-3 decaying to 2e-4, 5x5 at ~109 after 1,200 steps at lr 2e-3; see docs/draw.md);
 * the attention windows start tiling the image at unit gain (``window_init="cover"``, see
   ``paperzoo.nn.gaussian_attention``); with a zero bias the 2x2 read sits on the blank corner
   pixels, the writes are ~30x weaker than without attention, and training plateaus at the bound
@@ -30,7 +29,7 @@ Deviations from the paper, all in the config and docs/draw.md:
   the larger step helps (5x5 read, 1,200 steps: 98.6 nats at 3e-3 against ~109 at 2e-3), and a
   linear decay to 0.1x only slowed it (4x4 read at step 800: 117.9 nats on the monitor images
   with decay, 112.6 without). The step count is set by the time budget: 1,000 steps of both
-  models plus the evaluation took 378 s of CPU on one thread, so 1,200 steps (~455 s) use about
+  models plus the evaluation took 378 s of CPU on one thread, so 1,200 steps (456 s measured) use about
   three quarters of the 10-minute quick budget;
 * Adam with gradient-norm clipping at 10 (the paper names neither its optimiser settings nor a
   clipping value).
