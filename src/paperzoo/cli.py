@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from paperzoo.utils.allocator import tune_allocator
+
 log = logging.getLogger("paperzoo")
 
 
@@ -221,6 +223,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    tune_allocator()  # keep large freed buffers for reuse (see paperzoo.utils.allocator)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
