@@ -11,9 +11,9 @@ from torch import nn
 
 from paperzoo.experiments.runner import run_experiment
 from paperzoo.experiments.wrm import (
+    boundary_distances,
     boundary_points,
     make_trainer_attack,
-    min_boundary_distance,
     mnist_net,
     spheres_net,
 )
@@ -38,10 +38,11 @@ def test_boundary_distance_of_a_known_circle() -> None:
     pts = boundary_points(model, lim=3.0, grid=301)
     assert torch.allclose(pts.norm(dim=1), torch.full((len(pts),), 1.5), atol=2e-3)
     x = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, -1.2]])
-    assert min_boundary_distance(model, x, lim=3.0, grid=301) == pytest.approx(0.3, abs=2e-3)
+    d = boundary_distances(model, x, lim=3.0, grid=301)
+    assert torch.allclose(d, torch.tensor([1.5, 0.5, 0.3]), atol=2e-3)
     # A boundary outside the window: the distance to the window's edge (a lower bound).
-    far = min_boundary_distance(_Circle(10.0), x, lim=3.0, grid=101)
-    assert far == pytest.approx(1.0)
+    far = boundary_distances(_Circle(10.0), x, lim=3.0, grid=101)
+    assert torch.allclose(far, torch.tensor([3.0, 1.0, 1.8]))
 
 
 def test_models_and_training_adversaries() -> None:
