@@ -16,8 +16,9 @@ Deviations from the paper, all in the config and docs/draw.md:
 
 * quick: 16 glimpses instead of 64, LSTMs of 128, z of 32, and a 5x5 read (the same grid as the
   5x5 write) instead of 2x2: with 4x fewer glimpses a 2x2 read shows the encoder too little of
-  the digit and learning crawls (single-seed probes, same budget: 2x2 at ~143 nats after 1,200 steps at lr 2e-3, 4x4 at 113.5 after 1,200 steps at lr
-  2e-3 decaying to 2e-4, 5x5 at ~109 after 1,200 steps at lr 2e-3; see docs/draw.md);
+  the digit and learning crawls (single-seed probes, same budget: 2x2 at ~143 nats after 1,200
+  steps at lr 2e-3, 4x4 at 113.5 after 1,200 steps at lr 2e-3 decaying to 2e-4, 5x5 at ~109
+  after 1,200 steps at lr 2e-3; see docs/draw.md);
 * the attention windows start tiling the image at unit gain (``window_init="cover"``, see
   ``paperzoo.nn.gaussian_attention``); with a zero bias the 2x2 read sits on the blank corner
   pixels, the writes are ~30x weaker than without attention, and training plateaus at the bound
