@@ -14,7 +14,9 @@ the paper on a validation set held out from the training split. Measured:
   comparisons with the balanced initialisation are reported;
 * the test error of every optimiser x initialisation.
 
-What the paper specifies, and is done here: 2 hidden ReLU layers, batch 100, step sizes 10^-a
+What the paper specifies (as recalled from its Section 6; the corpus here has no copy of the
+text, so the unbalanced-init details and the step-size rule await a check against the PDF; the
+team's PAPERS.md summary says "a random half of the hidden units"), and is done here: 2 hidden ReLU layers, batch 100, step sizes 10^-a
 chosen on a held-out validation set as the one reaching the minimum validation error fastest;
 balanced init: incoming weights of every unit i.i.d. N(0, 1/fan_in); unbalanced init: 2000 of the
 8000 hidden units drawn at random with replacement, each multiplied (incoming) / divided

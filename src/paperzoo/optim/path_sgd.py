@@ -802,9 +802,10 @@ def unbalanced_init_(
 ) -> dict[int, Tensor]:
     """The paper's unbalanced initialisation (Section 6); apply after ``balanced_init_``.
 
-    The paper: "we picked 2000 hidden units randomly with replacement. For each unit, we
-    multiplied its incoming edge and divided its outgoing edge by 10c, where c was chosen randomly
-    from log-normal distribution" (2 x 4000 hidden units, so 2000 draws are a quarter of them).
+    The paper (paraphrased from memory; to be checked against the text): 2000 hidden units
+    picked randomly with replacement, each one's incoming edges multiplied and outgoing edges
+    divided by 10c, c drawn from a log-normal distribution (2 x 4000 hidden units, so 2000
+    draws are a quarter of them).
     Here ``draws`` units are drawn uniformly with replacement from all hidden units of all hidden
     layers pooled, and each draw rescales its unit by ``base * c`` with c ~ LogNormal(0, sigma)
     (incoming weights and bias x factor, outgoing / factor); a unit drawn twice is rescaled twice.
