@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import sys
+import platform
 
 import pytest
 
@@ -12,13 +12,9 @@ def test_opt_out_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert tune_allocator() is False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 def test_applies_on_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PAPERZOO_NO_MALLOPT", raising=False)
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        pytest.skip("not glibc")
     assert tune_allocator() is True
 
 

@@ -340,13 +340,13 @@ class ObfuscatedGradientsExperiment(Experiment):
             return PGD(model, eps=eps, alpha=alpha, steps=steps, generator=gen("attack", key))
 
         def adaptive(name: str) -> Callable[[nn.Module, float, int, float, str], Attack]:
+            """The paper's fix for an obfuscating defence, around the naive PGD."""
+
             def make(model: nn.Module, eps: float, steps: int, alpha: float, key: str) -> Attack:
                 base = naive(model, eps, steps, alpha, key)
                 if name in SHATTERED:
                     return BPDA(base)  # identity / thermometer ramp on the backward pass
-                if name in STOCHASTIC:
-                    return EOT(base, samples=cfg.eot_samples)
-                return base
+                return EOT(base, samples=cfg.eot_samples)
 
             return make
 
@@ -359,11 +359,10 @@ class ObfuscatedGradientsExperiment(Experiment):
         details: dict[str, Any] = {"clean_acc": {}, "naive": {}, "adaptive": {}, "curves": {}}
         for name, model in models.items():
             details["clean_acc"][name] = accuracy(model, x_ev, y_ev, device=ctx.device)
-            for kind, make in (("naive", naive), ("adaptive", adaptive(name))):
-                if kind == "adaptive" and name not in OBFUSCATING:  # the same attack as naive
-                    details[kind][name] = details["naive"][name]
-                    details["curves"][name][kind] = details["curves"][name]["naive"]
-                    continue
+            kinds = [("naive", naive)]
+            if name in OBFUSCATING:
+                kinds.append(("adaptive", adaptive(name)))
+            for kind, make in kinds:
                 atk = make(model, cfg.eps, cfg.pgd_steps, cfg.pgd_alpha, f"{name}/{kind}")
                 details[kind][name] = accuracy(model, atk(x_ev, y_ev), y_ev, device=ctx.device)
                 curve = []
@@ -371,6 +370,9 @@ class ObfuscatedGradientsExperiment(Experiment):
                     a = make(model, e, cfg.curve_steps, 2.5 * e / cfg.curve_steps, f"{name}/{e}")
                     curve.append(accuracy(model, a(x_cu, y_cu), y_cu, device=ctx.device))
                 details["curves"].setdefault(name, {})[kind] = curve
+            if name not in OBFUSCATING:  # nothing masked: the adaptive attack is the naive one
+                details["adaptive"][name] = details["naive"][name]
+                details["curves"][name]["adaptive"] = details["curves"][name]["naive"]
             log.info(
                 "%s: clean %.3f naive %.3f adaptive %.3f",
                 name,
