@@ -15,6 +15,14 @@ _CMP = re.compile(r"^\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+)\s*$")
 _WITHIN = re.compile(r"^\s*within\s+([0-9.]+)\s*%\s+of\s+([-+0-9.eE]+)\s*$")
 
 
+def validate_target(target: str) -> None:
+    """Raise ``ValueError`` unless ``target`` is a target string ``evaluate_target`` understands."""
+    t = target.strip().lower()
+    if t in ("reported", "is true", "is false") or _CMP.match(t) or _WITHIN.match(t):
+        return
+    raise ValueError(f"cannot parse claim target {target!r}")
+
+
 def evaluate_target(target: str, measured: float | int | bool | None) -> bool | None:
     """Whether ``measured`` meets ``target``; ``None`` when there is nothing to judge.
 

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import torch
@@ -21,6 +22,7 @@ from paperzoo.data.base import DataInfo
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.registry import Registry
+from paperzoo.report import validate_target
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +30,60 @@ SCALES = ("smoke", "quick", "full")
 Measured = float | int | bool | None
 
 
+CLAIM_KINDS = ("finding", "check")
+
+
 @dataclass(frozen=True)
 class ClaimSpec:
+    """One claim of a reproduction: what is measured, the paper's number and the target per scale.
+
+    ``kind`` is ``"finding"`` for an empirical result the paper reports (A beats B; X reaches N)
+    and ``"check"`` for a property that holds by construction or a sanity bound (parameter
+    counts, invariances that follow from the architecture, a random code scoring near chance).
+    Only findings count as reproduced. ``target`` is one string for every scale or a mapping
+    ``{"quick": ..., "full": ...}`` (``"smoke"`` optional; it falls back to ``"quick"``).
+    ``"reported"`` (a descriptive number, no target) is allowed only for checks.
+    """
+
     id: str  # stable id, e.g. "quadrant.classification.coordconv.test_acc"
     statement: str  # one sentence a reader understands without the paper
     paper: float | str | None  # the paper's number (or a short text like "~0.86")
-    target: str  # ">= 0.95", "<= 0.1", "> 0", "within 2% of 0.27e6", "is true", "reported"
+    target: str | Mapping[str, str]  # ">= 0.95", "within 2% of 0.27e6", "is true", "reported"
+    kind: str = "finding"  # "finding" | "check"
+
+    def __post_init__(self) -> None:
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(
+                f"claim {self.id}: kind must be one of {CLAIM_KINDS}, got {self.kind!r}"
+            )
+        if not isinstance(self.target, str):
+            unknown = set(self.target) - set(SCALES)
+            if unknown or not {"quick", "full"} <= set(self.target):
+                raise ValueError(
+                    f"claim {self.id}: per-scale targets need 'quick' and 'full' "
+                    f"(and optionally 'smoke'), got {sorted(self.target)}"
+                )
+            object.__setattr__(self, "target", MappingProxyType(dict(self.target)))
+        for scale in SCALES:
+            t = self.target_at(scale)
+            validate_target(t)
+            if self.kind == "finding" and t.strip().lower() == "reported":
+                raise ValueError(
+                    f"claim {self.id}: a finding needs a target at every scale "
+                    f"({scale} is 'reported'); descriptive numbers are checks"
+                )
+
+    def target_at(self, scale: str) -> str:
+        """The target string in force at ``scale``."""
+        if isinstance(self.target, str):
+            return self.target
+        if scale not in SCALES:
+            raise ValueError(f"unknown scale {scale!r}; choose from {', '.join(SCALES)}")
+        return self.target.get(scale, self.target["quick"])
+
+    def targets(self) -> dict[str, str]:
+        """``{scale: target}`` for every scale."""
+        return {s: self.target_at(s) for s in SCALES}
 
 
 @dataclass

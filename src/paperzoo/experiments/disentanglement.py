@@ -317,6 +317,7 @@ CLAIMS = (
         "covers one data set, 180)",
         paper=360,
         target="reported",
+        kind="check",
     ),
     *(
         ClaimSpec(
@@ -326,6 +327,7 @@ CLAIMS = (
             "reconstruction)",
             paper=None,
             target="reported",
+            kind="check",
         )
         for m in METRICS
     ),

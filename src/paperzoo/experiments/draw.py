@@ -150,6 +150,7 @@ CLAIMS = (
         "digits, nats per image",
         paper=PAPER_NO_ATTENTION,
         target="reported",
+        kind="check",
     ),
     ClaimSpec(
         "mnist.attention_vs_no_attention.test_nll_bound",
@@ -163,12 +164,14 @@ CLAIMS = (
         "DRAW with attention: negative ELBO on binarized training digits (overfitting check)",
         paper=None,
         target="reported",
+        kind="check",
     ),
     ClaimSpec(
         "mnist.no_attention.train_nll_bound",
         "DRAW without attention: negative ELBO on binarized training digits (overfitting check)",
         paper=None,
         target="reported",
+        kind="check",
     ),
 )
 

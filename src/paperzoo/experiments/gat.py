@@ -61,16 +61,16 @@ _CLAIMS = (
     ),
     ClaimSpec("fgsm.gat_vs_fgsm_at.acc",
               "GAT's accuracy under FGSM minus FGSM adversarial training's, mean over eps "
-              "(paper: GAT competitive or better)", None, "reported"),
-    ClaimSpec("clean.gat.acc", "GAT's clean test accuracy", None, "reported"),
+              "(paper: GAT competitive or better)", None, "reported", kind="check"),
+    ClaimSpec("clean.gat.acc", "GAT's clean test accuracy", None, "reported", kind="check"),
     ClaimSpec("clean.gat_vs_plain.acc",
               "GAT's clean test accuracy minus the undefended model's (within 2 points)", None,
               ">= -0.02"),
     ClaimSpec("clean.gat_vs_dropout.acc",
               "GAT's clean test accuracy minus the dropout model's (paper: GAT regularises better "
-              "on CIFAR)", None, "reported"),
+              "on CIFAR)", None, "reported", kind="check"),
     ClaimSpec("pgd.gat.acc", "GAT's accuracy under PGD (iterative; the paper did not test it)",
-              None, "reported"),
+              None, "reported", kind="check"),
 )  # fmt: skip
 
 

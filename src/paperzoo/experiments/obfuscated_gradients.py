@@ -126,6 +126,7 @@ def _claims() -> tuple[ClaimSpec, ...]:
             "robust accuracy of PGD adversarial training under PGD (Madry et al.; paper: CIFAR-10)",
             0.47,
             "reported",
+            kind="check",
         ),
         ClaimSpec(
             "defense.pgd_at.adaptive.margin_over_obfuscated",

@@ -241,20 +241,20 @@ _CLAIMS = (
               "Path-SGD's); Path-SGD faster", "> 0 (Fig. 2)", "> 0"),
     ClaimSpec("balanced.pathsgd_vs_sgd.train_loss",
               "balanced init: SGD's training loss after the budget minus Path-SGD's (paper: "
-              "Path-SGD also faster)", "> 0 (Fig. 2)", "reported"),
+              "Path-SGD also faster)", "> 0 (Fig. 2)", "reported", kind="check"),
     ClaimSpec("balanced.pathsgd_vs_adagrad.train_loss",
               "balanced init: AdaGrad's training loss after the budget minus Path-SGD's",
-              "> 0 (Fig. 2)", "reported"),
+              "> 0 (Fig. 2)", "reported", kind="check"),
     ClaimSpec("balanced.pathsgd_vs_sgd.mean_log10_loss_ratio",
               "balanced init: mean over the epochs of log10(SGD's training loss / Path-SGD's)",
-              "> 0 (Fig. 2)", "reported"),
+              "> 0 (Fig. 2)", "reported", kind="check"),
     ClaimSpec("balanced.pathsgd_vs_adagrad.mean_log10_loss_ratio",
               "balanced init: mean over the epochs of log10(AdaGrad's training loss / "
-              "Path-SGD's)", "> 0 (Fig. 2)", "reported"),
+              "Path-SGD's)", "> 0 (Fig. 2)", "reported", kind="check"),
     *(
         ClaimSpec(f"{init}.{opt}.test_error",
                   f"{init} init, {LABELS[opt]} with its chosen step size: test error after the "
-                  "budget", None, "reported")
+                  "budget", None, "reported", kind="check")
         for init in INITS
         for opt in OPTIMIZERS
     ),

@@ -146,6 +146,7 @@ CLAIMS = (
         "for it too): test accuracy",
         paper=None,
         target="reported",
+        kind="check",
     ),
     ClaimSpec(
         "mnist.perceiver.test_acc",
@@ -165,12 +166,14 @@ CLAIMS = (
         "ConvNet test accuracy on digits in raster order",
         paper=None,
         target="reported",
+        kind="check",
     ),
     ClaimSpec(
         "mnist.mlp.test_acc",
         "MLP test accuracy on digits in raster order",
         paper=None,
         target="reported",
+        kind="check",
     ),
     ClaimSpec(
         "params.imagenet_config",
@@ -184,6 +187,7 @@ CLAIMS = (
         "Parameters of the same model without weight sharing",
         paper=326e6,
         target="reported",
+        kind="check",
     ),
 )
 
