@@ -9,6 +9,23 @@ def test_list_names_every_registered_paper(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "coordconv:" in out and "painter.coordconv.params" in out
+    assert "[check] painter.coordconv.params" in out
+
+
+def test_list_json_schema(capsys):
+    assert main(["list", "--json"]) == 0
+    cat = json.loads(capsys.readouterr().out)
+    assert cat["schema"] == "paperzoo.list/1"
+    names = [p["name"] for p in cat["papers"]]
+    assert len(names) == 10 and "coordconv" in names
+    for p in cat["papers"]:
+        assert p["scales"] == ["smoke", "quick", "full"] and p["datasets"]
+        kinds = {c["kind"] for c in p["claims"]}
+        assert kinds <= {"finding", "check"} and "finding" in kinds, p["name"]
+        for c in p["claims"]:
+            assert set(c["targets"]) == {"smoke", "quick", "full"}
+            if c["kind"] == "finding":
+                assert all(t != "reported" for t in c["targets"].values()), c["id"]
 
 
 @pytest.mark.parametrize(
@@ -19,6 +36,12 @@ def test_list_names_every_registered_paper(capsys):
         (["reproduce", "coordconv", "--all"], "either a paper NAME or --all"),
         (["reproduce", "coordconv", "--data-root", "/nonexistent/dir"], "is not a directory"),
         (["reproduce", "coordconv", "--device", "tpu"], "--device must be"),
+        (["reproduce", "resnet", "--jobs", "2"], "--jobs needs --seeds"),
+        (["reproduce", "resnet", "--seeds", "0-1", "--shard", "0/2"], "don't combine"),
+        (
+            ["reproduce", "resnet", "--seeds", "0-3", "--jobs", "2", "--threads", "512"],
+            "exceeds the",
+        ),
         (
             ["reproduce", "coordconv", "--scale", "smoke", "--dataset", "mnist"],
             "does not support --dataset",
@@ -35,6 +58,10 @@ def test_argparse_rejects_bad_values(capsys):
     for argv in (
         ["reproduce", "coordconv", "--scale", "huge"],
         ["reproduce", "x", "--shard", "3/2"],
+        ["reproduce", "resnet", "--seed", "-1"],
+        ["reproduce", "resnet", "--seeds", "3-1"],
+        ["reproduce", "resnet", "--seeds", "0-3", "--seed", "1"],
+        ["reproduce", "resnet", "--jobs", "0"],
     ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
@@ -53,3 +80,50 @@ def test_reproduce_smoke_writes_results(tmp_path, capsys):
 def test_merge_rejects_missing_results(tmp_path, capsys):
     assert main(["merge", str(tmp_path), "--out", str(tmp_path / "m")]) == 2
     assert "results.json not found" in capsys.readouterr().err
+
+
+def _without_paths(d: dict) -> dict:
+    return {k: v for k, v in d.items() if k != "seed_dirs"}
+
+
+def test_seeds_run_as_processes_and_merge_reproduces_the_aggregate(tmp_path, capsys):
+    out = tmp_path / "agg"
+    argv = ["reproduce", "resnet", "--scale", "smoke", "--seeds", "0-1", "--jobs", "2"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Findings holding:" in printed and "report:" in printed
+    agg = json.loads((out / "results.json").read_text())
+    assert agg["seeds"] == [0, 1] and agg["seed_dirs"] == ["seed-0", "seed-1"]
+    for s in (0, 1):
+        seed = json.loads((out / f"seed-{s}" / "results.json").read_text())
+        assert seed["seeds"] == [s] and (out / f"seed-{s}" / "log.txt").exists()
+        for c_agg, c_seed in zip(agg["claims"], seed["claims"], strict=True):
+            assert c_agg["per_seed"][s] == c_seed["measured"]
+    assert {c["verdict"] for c in agg["claims"]} <= {"holds", "fragile", "fails", "reported"}
+    assert (out / "report.md").read_text().startswith("# Deep Residual")
+    merged = tmp_path / "merged"
+    assert main(["merge", str(out / "seed-1"), str(out / "seed-0"), "--out", str(merged)]) == 0
+    again = json.loads((merged / "results.json").read_text())
+    assert _without_paths(again) == _without_paths(agg)
+    # an aggregate directory contributes its seed runs
+    assert main(["merge", str(out), "--out", str(tmp_path / "m2")]) == 0
+    assert _without_paths(json.loads((tmp_path / "m2" / "results.json").read_text())) == (
+        _without_paths(agg)
+    )
+    assert main(["summary", str(out), "--html", str(tmp_path / "s.html")]) == 0
+    assert "| resnet | smoke | 0-1 |" in capsys.readouterr().out
+    assert "<table>" in (tmp_path / "s.html").read_text()
+
+
+def test_merge_rejects_seed_runs_of_other_papers_or_repeated_seeds(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        assert main(["reproduce", "resnet", "--scale", "smoke", "--quiet", "--out", str(d)]) == 0
+    assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 2
+    assert "repeat a seed" in capsys.readouterr().err
+    d = json.loads((b / "results.json").read_text())
+    d["paper"], d["seeds"] = "coordconv", [1]
+    (b / "results.json").write_text(json.dumps(d))
+    assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 2
+    assert "one paper and scale" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()

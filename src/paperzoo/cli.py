@@ -9,8 +9,12 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paperzoo.utils.allocator import tune_allocator
+
+if TYPE_CHECKING:
+    from paperzoo.report import Result
 
 log = logging.getLogger("paperzoo")
 
@@ -29,6 +33,33 @@ def _shard(text: str) -> tuple[int, int]:
     return k, n
 
 
+def _seeds(text: str) -> list[int]:
+    """``0-3``, ``0,2,5`` or ``0-3,7`` -> sorted distinct seeds."""
+    seeds: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            a, b = int(lo), int(hi) if hi else int(lo)
+            if a < 0 or b < a:
+                raise ValueError
+            seeds.update(range(a, b + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--seeds takes a range or list of non-negative seeds (0-3, 0,2,5), got {text!r}"
+        ) from None
+    return sorted(seeds)
+
+
+def _non_negative(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
 def _positive(text: str) -> int:
     v = int(text)
     if v < 1:
@@ -43,14 +74,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="papers, their claims, scales and data sources")
+    ls = sub.add_parser("list", help="papers, their claims (kind, targets per scale) and data")
+    ls.add_argument("--json", action="store_true", help="machine-readable (schema in the README)")
 
     r = sub.add_parser("reproduce", help="train, evaluate and report one paper (or --all)")
     r.add_argument("name", nargs="?", help="paper name (see `paperzoo list`)")
     r.add_argument("--all", action="store_true", help="every paper, one after another")
     r.add_argument("--scale", default="quick", choices=("smoke", "quick", "full"))
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", type=Path, help="output directory (default runs/NAME-SCALE-sSEED)")
+    seed = r.add_mutually_exclusive_group()
+    seed.add_argument("--seed", type=_non_negative, default=0, help="one seed (default 0)")
+    seed.add_argument(
+        "--seeds", type=_seeds, help="several seeds (0-3, 0,2,5): one process each, aggregated"
+    )
+    r.add_argument(
+        "--jobs", type=_positive, default=1, help="with --seeds: seed processes run at once"
+    )
+    r.add_argument(
+        "--out", type=Path, help="output directory (default runs/NAME-SCALE-sSEED or -seedsA-B)"
+    )
     r.add_argument("--dataset", help="data set to use (default: the paper's embedded source)")
     r.add_argument("--data-root", type=Path, help="directory with real data in standard layouts")
     r.add_argument("--download", action="store_true", help="fetch missing files (SHA-256 checked)")
@@ -60,9 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fold", type=_positive, default=1, help="bAbI fold of the official files")
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
 
-    m = sub.add_parser("merge", help="combine the results of shards into one report")
-    m.add_argument("dirs", nargs="+", type=Path, help="output directories of the shards")
+    m = sub.add_parser("merge", help="combine seed runs (or shards of a grid) into one report")
+    m.add_argument("dirs", nargs="+", type=Path, help="output directories of seed runs or shards")
     m.add_argument("--out", type=Path, required=True)
+
+    su = sub.add_parser("summary", help="every paper's finding verdicts in one table")
+    su.add_argument("dirs", nargs="+", type=Path, help="result directories (with results.json)")
+    su.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
 
     b = sub.add_parser("bench", help="run benchmarks/ (speed against alternative libraries)")
     b.add_argument("name", nargs="?", help="benchmark name (default: all)")
@@ -82,17 +127,74 @@ def _device(requested: str | None) -> str:
     return requested
 
 
-def cmd_list() -> int:
-    from paperzoo.experiments import EXPERIMENTS
+def list_catalogue() -> dict:
+    """The catalogue of ``paperzoo list --json`` (schema ``paperzoo.list/1``)."""
+    from paperzoo.experiments import EXPERIMENTS, SCALES
     from paperzoo.experiments.runner import get_experiment
 
+    papers = []
     for name in EXPERIMENTS.names():
         exp = get_experiment(name)
-        data = ", ".join(exp.datasets) if exp.datasets else "generated"
-        sys.stdout.write(f"{name}: {exp.title}\n  data: {data}; scales: smoke, quick, full\n")
-        for c in exp.claims:
-            sys.stdout.write(f"  - {c.id}  [{c.target}]  {c.statement}\n")
+        papers.append(
+            {
+                "name": name,
+                "title": exp.title,
+                "datasets": list(exp.datasets) or ["generated"],
+                "scales": list(SCALES),
+                "claims": [
+                    {
+                        "id": c.id,
+                        "kind": c.kind,
+                        "statement": c.statement,
+                        "paper": c.paper,
+                        "targets": c.targets(),
+                    }
+                    for c in exp.claims
+                ],
+            }
+        )
+    return {"schema": "paperzoo.list/1", "papers": papers}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    catalogue = list_catalogue()
+    if args.json:
+        sys.stdout.write(json.dumps(catalogue, indent=2) + "\n")
+        return 0
+    for p in catalogue["papers"]:
+        sys.stdout.write(f"{p['name']}: {p['title']}\n")
+        sys.stdout.write(f"  data: {', '.join(p['datasets'])}; scales: {', '.join(p['scales'])}\n")
+        for c in p["claims"]:
+            t = c["targets"]
+            target = (
+                t["quick"] if t["quick"] == t["full"] else f"quick {t['quick']}; full {t['full']}"
+            )
+            sys.stdout.write(f"  - [{c['kind']}] {c['id']}  [{target}]  {c['statement']}\n")
     return 0
+
+
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _child_args(args: argparse.Namespace) -> list[str]:
+    """The flags a seed's process repeats from this command (everything but seed, out, threads)."""
+    out = ["--scale", args.scale, "--fold", str(args.fold)]
+    for flag, value in (
+        ("--dataset", args.dataset),
+        ("--data-root", args.data_root),
+        ("--device", args.device),
+    ):
+        if value is not None:
+            out += [flag, str(value)]
+    if args.download:
+        out.append("--download")
+    return out
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -100,7 +202,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     from paperzoo.engine import init_distributed, seed_everything
     from paperzoo.experiments import EXPERIMENTS, RunContext
-    from paperzoo.experiments.runner import run_experiment
+    from paperzoo.experiments.runner import aggregate_dirs, run_experiment, run_seeds
 
     if args.all == bool(args.name):
         raise UsageError("give either a paper NAME or --all")
@@ -110,50 +212,84 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
     if args.data_root is not None and not args.data_root.is_dir() and not args.download:
         raise UsageError(f"--data-root {args.data_root} is not a directory")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    seeds = args.seeds or [args.seed]
+    multi = args.seeds is not None
+    if multi and args.shard is not None:
+        raise UsageError("--shard and --seeds don't combine: run each seed's shards, then merge")
+    if args.jobs > 1 and not multi:
+        raise UsageError("--jobs needs --seeds")
+    jobs = min(args.jobs, len(seeds))
+    threads = args.threads or max(1, _cores() // jobs)
+    if multi and jobs * threads > _cores():
+        raise UsageError(
+            f"--jobs {jobs} x --threads {threads} exceeds the {_cores()} cores: "
+            "processes spinning on shared cores slow every step by up to 50x"
+        )
     device = _device(args.device)
     dist = init_distributed(device)
     if dist.enabled and device.startswith("cuda"):
         device = f"cuda:{dist.local_rank}"
-    failed = []
+    not_holding: list[str] = []
     for name in names:
-        seed_everything(args.seed)
-        out = args.out if args.out and not args.all else None
-        if args.all and args.out:
-            out = args.out / name
-        out = out or Path("runs") / f"{name}-{args.scale}-s{args.seed}"
-        ctx = RunContext(
-            scale=args.scale,
-            seed=args.seed,
-            device=device,
-            out_dir=out,
-            data_root=args.data_root,
-            download=args.download,
-            dataset=args.dataset,
-            quiet=args.quiet,
-            fold=args.fold,
-            shard=args.shard,
-            dist=dist,
-        )
-        result = run_experiment(name, ctx)
+        base = args.out / name if args.all and args.out else args.out
+        tag = f"s{seeds[0]}" if not multi else f"seeds{seeds[0]}-{seeds[-1]}"
+        out = base or Path("runs") / f"{name}-{args.scale}-{tag}"
+        if multi and not dist.enabled:
+            result = run_seeds(
+                name, seeds, out, jobs=jobs, threads=threads, child_args=_child_args(args)
+            )
+        else:
+            if args.threads:
+                torch.set_num_threads(args.threads)
+            for seed in seeds:  # under torchrun the seeds run one after another
+                seed_everything(seed)
+                ctx = RunContext(
+                    scale=args.scale,
+                    seed=seed,
+                    device=device,
+                    out_dir=out / f"seed-{seed}" if multi else out,
+                    data_root=args.data_root,
+                    download=args.download,
+                    dataset=args.dataset,
+                    quiet=args.quiet,
+                    fold=args.fold,
+                    shard=args.shard,
+                    dist=dist,
+                )
+                result = run_experiment(name, ctx)
+            if multi and dist.is_main:
+                result = aggregate_dirs([out / f"seed-{s}" for s in seeds], out)
         if dist.is_main:
-            _print_table(result.to_dict(), out)
-            if not result.all_hold:
-                failed.append(name)
-    if failed:
-        log.warning("claims that did not hold (see the reports): %s", ", ".join(failed))
+            _print_table(result, out)
+            not_holding += [
+                f"{name}: {c.id} ({c.verdict})"
+                for c in result.findings
+                if c.verdict not in ("holds", "reported")
+            ]
+    if not_holding:
+        sys.stdout.write("findings that did not hold:\n")
+        sys.stdout.write("".join(f"  {line}\n" for line in not_holding))
     return 0
 
 
-def _print_table(res: dict, out: Path) -> None:
+def _print_table(result: Result, out: Path) -> None:
+    from paperzoo.report import headline
+
     w = sys.stdout.write
-    w(f"\n{res['title']}  [{res['scale']}, {res['wall_seconds']} s]\n")
-    w(f"{'claim':<58} {'paper':>10} {'ours':>10}  {'target':<22} holds\n")
-    for c in res["claims"]:
-        holds = {True: "yes", False: "NO", None: "-"}[c["holds"]]
-        paper, ours = c["paper"], c["measured"]
-        w(f"{c['id']:<58} {_cell(paper):>10} {_cell(ours):>10}  {c['target']:<22} {holds}\n")
+    seeds = ", ".join(map(str, result.seeds))
+    w(f"\n{result.title}  [{result.scale}, seeds {seeds}, {result.wall_seconds:.1f} s]\n")
+    w(f"{headline(result)}\n")
+    w(f"{'claim':<58} {'kind':<7} {'paper':>10} {'ours':>10}  {'target':<22} verdict\n")
+    for c in result.claims:
+        verdict = (
+            c.verdict
+            if c.verdict == "reported"
+            else f"{c.verdict} ({c.holds_on}/{len(c.per_seed)})"
+        )
+        w(
+            f"{c.id:<58} {c.kind:<7} {_cell(c.paper):>10} {_cell(c.measured):>10}  "
+            f"{c.target:<22} {verdict}\n"
+        )
     w(f"report: {out / 'report.md'}\n")
 
 
@@ -165,29 +301,51 @@ def _cell(v: object) -> str:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import build_result, get_experiment
-    from paperzoo.report import write_report
+    from paperzoo.experiments.runner import aggregate_dirs, build_result, get_experiment
+    from paperzoo.report import load_result, write_report
 
-    results = []
-    for d in args.dirs:
-        path = d / "results.json"
-        try:
-            results.append(json.loads(path.read_text()))
-        except FileNotFoundError:
-            raise UsageError(f"{path} not found") from None
-        except json.JSONDecodeError as err:
-            raise UsageError(f"{path} is not valid JSON: {err}") from None
-    papers = {r.get("paper") for r in results}
-    scales = {r.get("scale") for r in results}
+    try:
+        results = [load_result(d) for d in args.dirs]
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    papers = {r.paper for r in results}
+    scales = {r.scale for r in results}
     if len(papers) != 1 or len(scales) != 1:
-        raise UsageError(f"shards must come from one paper and scale, got {papers} / {scales}")
+        raise UsageError(
+            f"runs to merge must come from one paper and scale, got {sorted(papers)} / {sorted(scales)}"
+        )
+    sharded = {r.shard is not None for r in results}
+    if sharded == {False}:  # seed runs (or aggregates of seed runs) -> one aggregate
+        try:
+            result = aggregate_dirs(list(args.dirs), args.out)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        _print_table(result, args.out)
+        return 0
+    if sharded != {True}:
+        raise UsageError("cannot merge shards of a grid with whole runs")
     exp = get_experiment(papers.pop())
-    ctx = RunContext(scale=scales.pop(), seed=results[0].get("seed", 0), out_dir=args.out)
-    outcome = exp.merge(results, ctx)
-    wall = sum(float(r.get("wall_seconds", 0.0)) for r in results)
+    raw = [json.loads((d / "results.json").read_text()) for d in args.dirs]
+    ctx = RunContext(scale=scales.pop(), seed=results[0].seeds[0], out_dir=args.out)
+    outcome = exp.merge(raw, ctx)
+    wall = sum(r.wall_seconds for r in results)
     result = build_result(exp, outcome, ctx, wall)
     write_report(result, args.out)
-    _print_table(result.to_dict(), args.out)
+    _print_table(result, args.out)
+    return 0
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from paperzoo.report import load_result, render_summary_html, render_summary_markdown
+    from paperzoo.utils.io import atomic_write_text
+
+    try:
+        results = [load_result(d) for d in args.dirs]
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    sys.stdout.write(render_summary_markdown(results))
+    if args.html:
+        atomic_write_text(args.html, render_summary_html(results))
     return 0
 
 
@@ -230,11 +388,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         if args.command == "list":
-            return cmd_list()
+            return cmd_list(args)
         if args.command == "reproduce":
             return cmd_reproduce(args)
         if args.command == "merge":
             return cmd_merge(args)
+        if args.command == "summary":
+            return cmd_summary(args)
         return cmd_bench(args)
     except UsageError as err:
         sys.stderr.write(f"paperzoo: error: {err}\n")
@@ -242,6 +402,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         from paperzoo.data import DataError
         from paperzoo.engine import CheckpointError
+        from paperzoo.experiments.runner import SeedRunError
+
+        if isinstance(err, SeedRunError):
+            sys.stderr.write(f"paperzoo: error: {err}\n")
+            return 1
 
         if isinstance(err, DataError | CheckpointError | ValueError | KeyError):
             msg = err.args[0] if isinstance(err, KeyError) and err.args else err

@@ -1,10 +1,26 @@
-"""results.json and report.md: the paper's numbers beside ours, with ``holds`` computed."""
+"""results.json and report.md: the paper's numbers beside ours, with verdicts computed over seeds.
+
+The verdict protocol (``DESIGN.md``, "Verdicts"): every claim is a ``finding`` (an empirical
+result the paper reports) or a ``check`` (holds by construction, or a sanity bound). Each claim
+is measured at every seed of a run; per claim the report gives each seed's value, the mean and
+std, on how many seeds the target is met and a verdict:
+
+- ``holds``: the mean meets the target and so do at least ``ceil(3n/4)`` of the ``n`` seeds;
+- ``fragile``: the mean meets it, fewer seeds do;
+- ``fails``: the mean does not meet it;
+- ``not measured``: some seed has no measurement (missing, ``None`` or NaN); it fails;
+- ``reported``: a descriptive number with no target (checks only).
+
+A finding counts as *reproduced* only when it holds over at least 4 seeds (at ``full`` scale,
+where one run is expensive, over the seeds that were run); smoke runs never count.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +29,11 @@ from paperzoo.utils.io import atomic_write_text
 
 _CMP = re.compile(r"^\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+)\s*$")
 _WITHIN = re.compile(r"^\s*within\s+([0-9.]+)\s*%\s+of\s+([-+0-9.eE]+)\s*$")
+
+Measured = float | int | bool | None
+VERDICTS = ("holds", "fragile", "fails", "not measured", "reported")
+MIN_SEEDS_REPRODUCED = 4  # a finding counts as reproduced at smoke/quick only over this many seeds
+_MARK = {"holds": "✅", "fragile": "⚠️", "fails": "❌", "not measured": "❌", "reported": "—"}
 
 
 def validate_target(target: str) -> None:
@@ -23,22 +44,31 @@ def validate_target(target: str) -> None:
     raise ValueError(f"cannot parse claim target {target!r}")
 
 
-def evaluate_target(target: str, measured: float | int | bool | None) -> bool | None:
-    """Whether ``measured`` meets ``target``; ``None`` when there is nothing to judge.
+def is_measured(value: Measured) -> bool:
+    """False for a missing (``None``) or NaN measurement."""
+    if value is None:
+        return False
+    return isinstance(value, bool) or not math.isnan(float(value))
+
+
+def evaluate_target(target: str, measured: Measured) -> bool | None:
+    """Whether ``measured`` meets ``target``; ``None`` only for a ``"reported"`` target.
 
     Targets: ``">= x"``, ``"> x"``, ``"<= x"``, ``"< x"``, ``"== x"``, ``"within P% of x"``,
-    ``"is true"``, ``"is false"``, and ``"reported"`` (no target: holds is ``None``).
+    ``"is true"``, ``"is false"``, and ``"reported"`` (no target). A missing or NaN measurement
+    never meets a target.
     """
+    validate_target(target)
     t = target.strip().lower()
-    if t == "reported" or measured is None:
+    if t == "reported":
         return None
+    if not is_measured(measured):
+        return False
     if t in ("is true", "is false"):
         if not isinstance(measured, bool):
             raise ValueError(f"target {target!r} needs a boolean measurement, got {measured!r}")
         return measured is (t == "is true")
-    value = float(measured)
-    if math.isnan(value):
-        return False
+    value = float(measured)  # type: ignore[arg-type]
     if m := _CMP.match(t):
         op, x = m.group(1), float(m.group(2))
         return {
@@ -48,41 +78,112 @@ def evaluate_target(target: str, measured: float | int | bool | None) -> bool | 
             "<": value < x,
             "==": value == x,
         }[op]
+    m = _WITHIN.match(t)
+    assert m is not None  # validate_target accepted it
+    pct, x = float(m.group(1)), float(m.group(2))
+    return abs(value - x) <= pct / 100.0 * abs(x)
+
+
+def target_line(target: str) -> float | None:
+    """The number a target compares against (for plots); ``None`` for boolean/reported targets."""
+    t = target.strip().lower()
+    if m := _CMP.match(t):
+        return float(m.group(2))
     if m := _WITHIN.match(t):
-        pct, x = float(m.group(1)), float(m.group(2))
-        return abs(value - x) <= pct / 100.0 * abs(x)
-    raise ValueError(f"cannot parse claim target {target!r}")
+        return float(m.group(2))
+    return None
+
+
+def seeds_needed(n: int) -> int:
+    """Seeds that must meet the target for ``holds``: ``ceil(3n/4)``."""
+    return math.ceil(3 * n / 4)
 
 
 @dataclass
 class ClaimResult:
+    """One claim over the seeds of a run: its measurements and the verdict computed from them."""
+
     id: str
     statement: str
     paper: float | str | None
-    measured: float | int | bool | None
+    per_seed: list[Measured]
     target: str
+    kind: str = "finding"
+
+    @property
+    def measured(self) -> Measured:
+        """The single seed's value, or the mean over seeds."""
+        return self.per_seed[0] if len(self.per_seed) == 1 else self.mean
+
+    @property
+    def mean(self) -> float | None:
+        if not self.per_seed or not all(is_measured(v) for v in self.per_seed):
+            return None
+        return statistics.fmean(float(v) for v in self.per_seed)  # type: ignore[arg-type]
+
+    @property
+    def std(self) -> float | None:
+        if self.mean is None:
+            return None
+        vals = [float(v) for v in self.per_seed]  # type: ignore[arg-type]
+        return statistics.stdev(vals) if len(vals) > 1 else 0.0
+
+    @property
+    def holds_on(self) -> int:
+        """Number of seeds whose measurement meets the target."""
+        return sum(evaluate_target(self.target, v) is True for v in self.per_seed)
+
+    def _mean_meets(self) -> bool:
+        mean = self.mean
+        assert mean is not None
+        t = self.target.strip().lower()
+        if t in ("is true", "is false"):  # the mean of booleans is the fraction that are true
+            return mean > 0.5 if t == "is true" else mean < 0.5
+        return bool(evaluate_target(self.target, mean))
+
+    @property
+    def verdict(self) -> str:
+        if self.target.strip().lower() == "reported":
+            return "reported"
+        if self.mean is None:
+            return "not measured"
+        if not self._mean_meets():
+            return "fails"
+        return "holds" if self.holds_on >= seeds_needed(len(self.per_seed)) else "fragile"
 
     @property
     def holds(self) -> bool | None:
-        return evaluate_target(self.target, self.measured)
+        """True when the verdict is ``holds``; None for a reported number; else False."""
+        v = self.verdict
+        return None if v == "reported" else v == "holds"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "id": self.id,
+            "kind": self.kind,
             "statement": self.statement,
             "paper": self.paper,
-            "measured": self.measured,
             "target": self.target,
-            "holds": self.holds,
+            "per_seed": [v if is_measured(v) else None for v in self.per_seed],
+            "mean": self.mean,
+            "std": self.std,
+            "holds_on": f"{self.holds_on}/{len(self.per_seed)}",
+            "verdict": self.verdict,
         }
+        if len(self.per_seed) == 1:
+            d["measured"] = d["per_seed"][0]
+            d["holds"] = self.holds
+        return d
 
 
 @dataclass
 class Result:
+    """One run (one seed) or the aggregate of several seed runs of one paper at one scale."""
+
     paper: str
     title: str
     scale: str
-    seed: int
+    seeds: list[int]
     device: str
     wall_seconds: float
     paperzoo_version: str
@@ -92,27 +193,186 @@ class Result:
     figures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    shard: tuple[int, int] | None = None  # (k, n) when this run covers one slice of a grid
+    seed_dirs: list[str] = field(default_factory=list)  # an aggregate: the seed runs it read
+
+    @property
+    def findings(self) -> list[ClaimResult]:
+        return [c for c in self.claims if c.kind == "finding"]
+
+    @property
+    def checks(self) -> list[ClaimResult]:
+        return [c for c in self.claims if c.kind == "check"]
+
+    @property
+    def counts_as_reproduction(self) -> bool:
+        """Whether verdicts here can count as reproduced findings (enough seeds, not smoke)."""
+        if self.scale == "smoke" or self.shard is not None:
+            return False
+        return self.scale == "full" or len(self.seeds) >= MIN_SEEDS_REPRODUCED
+
+    @property
+    def all_hold(self) -> bool:
+        """No claim fails, is fragile or unmeasured (reported numbers aside)."""
+        return all(c.holds is not False for c in self.claims)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        findings, checks = self.findings, self.checks
+        holding = f"{sum(c.verdict == 'holds' for c in findings)}/{len(findings)}"
+        judged = [c for c in checks if c.verdict != "reported"]
+        d: dict[str, Any] = {
             "paper": self.paper,
             "title": self.title,
             "scale": self.scale,
-            "seed": self.seed,
+            "seeds": list(self.seeds),
+        }
+        if len(self.seeds) == 1:
+            d["seed"] = self.seeds[0]
+        d |= {
             "device": self.device,
             "wall_seconds": round(self.wall_seconds, 1),
             "paperzoo_version": self.paperzoo_version,
             "torch_version": self.torch_version,
             "data": self.data,
             "claims": [c.to_dict() for c in self.claims],
+            "findings_reproduced": holding if self.counts_as_reproduction else None,
+            "findings_holding": holding,
+            "checks_holding": f"{sum(c.verdict == 'holds' for c in judged)}/{len(judged)}",
             "figures": self.figures,
             "notes": self.notes,
             "details": self.details,
         }
+        if self.shard is not None:
+            d["shard"] = list(self.shard)
+        if self.seed_dirs:
+            d["seed_dirs"] = list(self.seed_dirs)
+        return d
 
-    @property
-    def all_hold(self) -> bool:
-        return all(c.holds is not False for c in self.claims)
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "results.json") -> Result:
+        """Read back what ``to_dict`` wrote; ``ValueError`` naming ``source`` if it is not that."""
+        try:
+            claims = [
+                ClaimResult(
+                    c["id"], c["statement"], c["paper"], list(c["per_seed"]), c["target"], c["kind"]
+                )
+                for c in d["claims"]
+            ]
+            seeds = [int(s) for s in d["seeds"]]
+            return cls(
+                paper=d["paper"],
+                title=d["title"],
+                scale=d["scale"],
+                seeds=seeds,
+                device=d["device"],
+                wall_seconds=float(d["wall_seconds"]),
+                paperzoo_version=d["paperzoo_version"],
+                torch_version=d["torch_version"],
+                data=list(d["data"]),
+                claims=claims,
+                figures=list(d.get("figures", [])),
+                notes=list(d.get("notes", [])),
+                details=dict(d.get("details", {})),
+                shard=tuple(d["shard"]) if d.get("shard") else None,  # type: ignore[arg-type]
+                seed_dirs=list(d.get("seed_dirs", [])),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
+            raise ValueError(
+                f"{source} is not a paperzoo results file of this version's format "
+                f"(paperzoo {version}; problem: {err!r})"
+            ) from None
+
+
+def load_result(out_dir: str | Path) -> Result:
+    """``Result`` from ``out_dir/results.json``; ``ValueError`` with a one-line reason."""
+    path = Path(out_dir) / "results.json"
+    try:
+        d = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path} not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{path} is not a paperzoo results file")
+    return Result.from_dict(d, str(path))
+
+
+def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
+    """Combine single-paper runs at different seeds into one result with per-seed values.
+
+    The runs must come from one paper, scale and paperzoo version, declare the same claims with
+    the same kinds and targets (targets are fixed before the run), and have distinct seeds.
+    The aggregate's ``wall_seconds`` is the sum over the runs.
+    """
+    if not runs:
+        raise ValueError("nothing to aggregate")
+    first = runs[0]
+    for key in ("paper", "scale", "paperzoo_version"):
+        values = sorted({str(getattr(r, key)) for r in runs})
+        if len(values) > 1:
+            raise ValueError(f"seed runs must share one {key}, got {', '.join(values)}")
+    if any(r.shard is not None for r in runs):
+        raise ValueError("shards are combined with the experiment's merge, not as seed runs")
+    spec = [(c.id, c.kind, c.target) for c in first.claims]
+    for r in runs[1:]:
+        if [(c.id, c.kind, c.target) for c in r.claims] != spec:
+            raise ValueError(
+                f"seed {r.seeds} declares other claims or targets than seed {first.seeds}"
+            )
+    order = sorted(range(len(runs)), key=lambda i: runs[i].seeds)
+    runs = [runs[i] for i in order]
+    seeds = [s for r in runs for s in r.seeds]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seed runs repeat a seed: {seeds}")
+    claims = [
+        ClaimResult(
+            c.id,
+            c.statement,
+            c.paper,
+            [v for r in runs for v in r.claims[i].per_seed],
+            c.target,
+            c.kind,
+        )
+        for i, c in enumerate(first.claims)
+    ]
+    notes: list[str] = []
+    for note in dict.fromkeys(n for r in runs for n in r.notes):
+        holders = [r for r in runs if note in r.notes]
+        if len(holders) == len(runs):
+            notes.append(note)
+        else:
+            notes.append(
+                f"seed {', '.join(map(str, (s for r in holders for s in r.seeds)))}: {note}"
+            )
+    return Result(
+        paper=first.paper,
+        title=first.title,
+        scale=first.scale,
+        seeds=seeds,
+        device=", ".join(sorted({r.device for r in runs})),
+        wall_seconds=sum(r.wall_seconds for r in runs),
+        paperzoo_version=first.paperzoo_version,
+        torch_version=", ".join(sorted({r.torch_version for r in runs})),
+        data=first.data,
+        claims=claims,
+        notes=notes,
+        seed_dirs=[seed_dirs[i] for i in order] if seed_dirs else [],
+    )
+
+
+def format_seeds(seeds: list[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` -> ``"0-3,7"``."""
+    parts: list[str] = []
+    s = sorted(seeds)
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        parts.append(str(s[i]) if i == j else f"{s[i]}-{s[j]}")
+        i = j + 1
+    return ",".join(parts)
 
 
 def _fmt(v: Any) -> str:
@@ -121,19 +381,63 @@ def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
         if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
             return f"{v:.4g}"
         return f"{v:.4f}".rstrip("0").rstrip(".")
     return str(v)
 
 
+def headline(result: Result) -> str:
+    """ "Findings reproduced: k of n (quick, 4 seeds)", or why the verdicts don't count yet."""
+    findings = result.findings
+    k = sum(c.verdict == "holds" for c in findings)
+    n_seeds = len(result.seeds)
+    seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
+    if result.counts_as_reproduction:
+        return f"Findings reproduced: {k} of {len(findings)} ({result.scale}, {seeds})"
+    why = (
+        "smoke runs only prove the pipeline"
+        if result.scale == "smoke"
+        else "one slice of a grid"
+        if result.shard is not None
+        else f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
+    )
+    return f"Findings holding: {k} of {len(findings)} ({result.scale}, {seeds}; {why})"
+
+
+def _claim_table(claims: list[ClaimResult], seeds: list[int], label: str) -> list[str]:
+    seed_cols = "".join(f" seed {s} |" for s in seeds)
+    lines = [
+        f"| {label} | paper |{seed_cols} mean ± std | target | verdict |",
+        "|---|---|" + "---|" * len(seeds) + "---|---|---|",
+    ]
+    for c in claims:
+        cells = "".join(f" {_fmt(v)} |" for v in c.per_seed)
+        spread = "—" if c.mean is None else f"{_fmt(c.mean)} ± {_fmt(c.std)}"
+        verdict = f"{_MARK[c.verdict]} {c.verdict}"
+        if c.verdict != "reported":
+            verdict += f" ({c.holds_on}/{len(c.per_seed)})"
+        lines.append(
+            f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} |{cells} {spread} | {c.target} "
+            f"| {verdict} |"
+        )
+    return lines
+
+
 def render_markdown(result: Result) -> str:
-    """report.md: header, data, the claim table, notes, figures."""
+    """report.md: the headline, the findings table, the checks, notes and figures."""
+    seeds = result.seeds
+    seed_flag = f"--seed {seeds[0]}" if len(seeds) == 1 else f"--seeds {format_seeds(seeds)}"
     lines = [
         f"# {result.title}",
         "",
-        f"`paperzoo reproduce {result.paper} --scale {result.scale} --seed {result.seed}` "
-        f"on {result.device}, {result.wall_seconds:.1f} s "
+        f"**{headline(result)}**",
+        "",
+        f"`paperzoo reproduce {result.paper} --scale {result.scale} {seed_flag}` "
+        f"on {result.device}, {result.wall_seconds:.1f} s"
+        f"{' (sum over seeds)' if len(seeds) > 1 else ''} "
         f"(paperzoo {result.paperzoo_version}, torch {result.torch_version})",
         "",
     ]
@@ -143,25 +447,129 @@ def render_markdown(result: Result) -> str:
             for d in result.data
         ))  # fmt: skip
         lines.append("")
-    lines += ["| claim | paper | ours | target | holds |", "|---|---|---|---|---|"]
-    for c in result.claims:
-        holds = {True: "✅", False: "❌", None: "—"}[c.holds]
-        lines.append(
-            f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} | {_fmt(c.measured)} "
-            f"| {c.target} | {holds} |"
-        )
+    lines += ["## Findings", ""] + _claim_table(result.findings, seeds, "finding")
+    if result.checks:
+        lines += ["", "## Checks (by construction or sanity bounds; never counted as findings)", ""]
+        lines += _claim_table(result.checks, seeds, "check")
+    lines += [
+        "",
+        "Verdicts: holds = the mean and at least ceil(3n/4) of n seeds meet the target; "
+        "fragile = the mean meets it, fewer seeds do; fails = the mean does not; not measured = "
+        "a seed has no value (counts as failing).",
+    ]
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
     if result.figures:
         lines += ["", "## Figures", ""] + [f"![{Path(f).stem}]({f})" for f in result.figures]
+    if result.seed_dirs:
+        lines += ["", "Seed runs: " + ", ".join(f"[{d}]({d}/report.md)" for d in result.seed_dirs)]
     return "\n".join(lines) + "\n"
 
 
+def plot_findings_by_seed(result: Result, path: str | Path) -> bool:
+    """Each finding's per-seed values against its target line; False when nothing to plot."""
+    plotted = [c for c in result.findings if c.per_seed]
+    if not plotted:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(3, len(plotted))
+    rows = math.ceil(len(plotted) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
+    for ax, c in zip(axes.flat, plotted, strict=False):
+        xs = list(range(len(c.per_seed)))
+        ys = [float(v) if is_measured(v) else math.nan for v in c.per_seed]
+        colours = ["tab:green" if evaluate_target(c.target, v) else "tab:red" for v in c.per_seed]
+        ax.scatter(xs, ys, c=colours, zorder=3)
+        line = target_line(c.target)
+        if line is not None:
+            ax.axhline(line, color="k", linestyle="--", linewidth=1, label=f"target {c.target}")
+        if c.mean is not None:
+            ax.axhline(c.mean, color="tab:blue", linewidth=1, alpha=0.6, label="mean")
+        ax.set_xticks(xs, [str(s) for s in result.seeds])
+        ax.set_xlabel("seed")
+        ax.set_title(f"{c.id}\n{c.verdict}", fontsize=8)
+        ax.legend(fontsize=6, loc="best")
+    for ax in list(axes.flat)[len(plotted) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def write_report(result: Result, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``out_dir/results.json`` and ``out_dir/report.md`` atomically."""
+    """Write ``out_dir/results.json`` and ``out_dir/report.md`` atomically.
+
+    A multi-seed result also gets ``figures/findings_by_seed.png`` (each finding's per-seed values
+    against its target line).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    rel = "figures/findings_by_seed.png"
+    if len(result.seeds) > 1 and rel not in result.figures:
+        if plot_findings_by_seed(result, out / rel):
+            result.figures.append(rel)
     jpath, mpath = out / "results.json", out / "report.md"
     atomic_write_text(jpath, json.dumps(result.to_dict(), indent=2) + "\n")
     atomic_write_text(mpath, render_markdown(result))
     return jpath, mpath
+
+
+def _summary_rows(results: list[Result]) -> tuple[list[list[str]], list[list[str]]]:
+    papers, findings = [], []
+    for r in results:
+        d = r.to_dict()
+        papers.append([
+            r.paper, r.scale, format_seeds(r.seeds), d["findings_reproduced"] or "—",
+            d["findings_holding"], d["checks_holding"],
+        ])  # fmt: skip
+        for c in r.findings:
+            spread = "—" if c.mean is None else f"{_fmt(c.mean)} ± {_fmt(c.std)}"
+            findings.append([
+                r.paper, c.id, _fmt(c.paper), spread, c.target,
+                f"{_MARK[c.verdict]} {c.verdict} ({c.holds_on}/{len(c.per_seed)})",
+            ])  # fmt: skip
+    return papers, findings
+
+
+_SUMMARY_HEADS = (
+    ["paper", "scale", "seeds", "findings reproduced", "findings holding", "checks holding"],
+    ["paper", "finding", "paper's number", "ours (mean ± std)", "target", "verdict"],
+)
+
+
+def render_summary_markdown(results: list[Result]) -> str:
+    """One Markdown page of every paper's finding verdicts (``paperzoo summary``)."""
+    lines: list[str] = []
+    for head, rows in zip(_SUMMARY_HEADS, _summary_rows(results), strict=True):
+        if lines:
+            lines.append("")
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in rows:
+            cells = [f"`{v}`" if head[i] == "finding" else v for i, v in enumerate(row)]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render_summary_html(results: list[Result]) -> str:
+    """The same tables as ``render_summary_markdown`` as one self-contained HTML page."""
+    from html import escape
+
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>paperzoo summary</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
+        "margin-bottom:2em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
+        "th{background:#f3f3f3}</style></head><body><h1>paperzoo: findings by paper</h1>",
+    ]
+    for head, rows in zip(_SUMMARY_HEADS, _summary_rows(results), strict=True):
+        parts.append("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>")
+        for row in rows:
+            parts.append("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

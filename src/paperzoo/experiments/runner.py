@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
-from paperzoo.report import ClaimResult, Result, write_report
+from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +36,21 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
             f"(undeclared: {unknown}, unmeasured: {missing})"
         )
     claims = [
-        ClaimResult(c.id, c.statement, c.paper, _plain(outcome.measured[c.id]), c.target)
+        ClaimResult(
+            c.id,
+            c.statement,
+            c.paper,
+            [_plain(outcome.measured[c.id])],
+            c.target_at(ctx.scale),
+            c.kind,
+        )
         for c in exp.claims
     ]
     return Result(
         paper=exp.name,
         title=exp.title,
         scale=ctx.scale,
-        seed=ctx.seed,
+        seeds=[ctx.seed],
         device=ctx.device,
         wall_seconds=wall,
         paperzoo_version=__version__,
@@ -51,6 +60,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         figures=outcome.figures,
         notes=outcome.notes,
         details=outcome.details,
+        shard=ctx.shard,
     )
 
 
@@ -75,4 +85,80 @@ def run_experiment(name: str, ctx: RunContext) -> Result:
     result = build_result(exp, outcome, ctx, time.perf_counter() - start)
     if ctx.dist.is_main:
         write_report(result, ctx.out_dir)
+    return result
+
+
+class SeedRunError(RuntimeError):
+    """A seed's process of a multi-seed run exited with an error."""
+
+
+def run_seeds(
+    name: str,
+    seeds: list[int],
+    out_dir: Path,
+    *,
+    jobs: int = 1,
+    threads: int = 1,
+    child_args: list[str] | None = None,
+) -> Result:
+    """Run experiment ``name`` once per seed, ``jobs`` processes at a time, and aggregate.
+
+    Each seed runs as ``python -m paperzoo reproduce NAME --seed S --out OUT/seed-S --threads T``
+    (plus ``child_args``: scale, data and device flags) with its log in ``OUT/seed-S/log.txt``;
+    the aggregate ``results.json`` / ``report.md`` (per-seed values, mean, std, verdicts) go to
+    ``OUT``. The aggregate is exactly what ``paperzoo merge OUT/seed-*`` writes.
+
+    Raises:
+        SeedRunError: a seed's process failed (the message names its log).
+    """
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    out_dir = Path(out_dir).resolve()
+    env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+    def one(seed: int) -> tuple[int, int, float]:
+        seed_dir = out_dir / f"seed-{seed}"
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "paperzoo", "reproduce", name, "--seed", str(seed)]
+        cmd += ["--out", str(seed_dir), "--threads", str(threads), "--quiet", *(child_args or [])]
+        start = time.perf_counter()
+        with open(seed_dir / "log.txt", "w") as logf:
+            rc = subprocess.call(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        wall = time.perf_counter() - start
+        log.info("%s seed %d finished in %.0f s (exit %d)", name, seed, wall, rc)
+        return seed, rc, wall
+
+    log.info(
+        "%s: %d seeds, %d at a time, %d thread(s) each; logs in %s/seed-S/log.txt",
+        name, len(seeds), jobs, threads, out_dir,
+    )  # fmt: skip
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        done = list(pool.map(one, seeds))
+    failed = [(s, rc) for s, rc, _ in done if rc != 0]
+    if failed:
+        logs = ", ".join(
+            f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
+        )
+        raise SeedRunError(f"{name}: seed runs failed: {logs}")
+    return aggregate_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir)
+
+
+def aggregate_dirs(seed_dirs: list[Path], out_dir: Path) -> Result:
+    """Aggregate the single-seed runs in ``seed_dirs`` into ``out_dir`` (results.json, report.md).
+
+    A directory that itself holds an aggregate (it lists ``seed_dirs``) contributes its seed runs.
+    """
+    runs: list[Result] = []
+    names: list[str] = []
+    out_dir = Path(out_dir).resolve()
+    for d in seed_dirs:
+        res = load_result(d)
+        parts = [Path(d) / s for s in res.seed_dirs] if res.seed_dirs else [Path(d)]
+        for part in parts:
+            runs.append(load_result(part) if res.seed_dirs else res)
+            names.append(os.path.relpath(Path(part).resolve(), out_dir))
+    result = aggregate(runs, names)
+    write_report(result, out_dir)
     return result
