@@ -134,7 +134,10 @@ def test_nan_is_written_as_null_and_read_back_as_not_measured(tmp_path):
 
 
 def test_aggregate_four_seeds(tmp_path):
-    runs = [_result(s, [v, 7, 0.1 * s]) for s, v in zip([3, 0, 2, 1], [1.0, 2.0, -0.5, 3.0])]
+    runs = [
+        _result(s, [v, 7, 0.1 * s])
+        for s, v in zip([3, 0, 2, 1], [1.0, 2.0, -0.5, 3.0], strict=True)
+    ]
     agg = aggregate(runs, [f"seed-{s}" for s in (3, 0, 2, 1)])
     assert agg.seeds == [0, 1, 2, 3] and agg.seed_dirs == ["seed-0", "seed-1", "seed-2", "seed-3"]
     f = agg.claims[0]
