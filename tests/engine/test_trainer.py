@@ -131,3 +131,18 @@ def test_bad_config_and_data_raise():
         Trainer(m, opt, _loss, config=_cfg(1)).fit((torch.zeros(4, 5), torch.zeros(3)))
     with pytest.raises(ValueError, match="optimizer is required"):
         Trainer(m, None, _loss, config=_cfg(1))
+
+
+def test_progress_off_a_terminal_is_logged_lines(caplog):
+    m, opt = _model_and_opt()
+    cfg = TrainConfig(steps=20, batch_size=16, log_every=5, progress_seconds=0.0, desc="toy")
+    with caplog.at_level("INFO", logger="paperzoo.engine.trainer"):
+        Trainer(m, opt, _loss, config=cfg).fit(_data())  # pytest's stderr is not a TTY
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "toy: 20 steps"
+    assert any(line.startswith("toy: step 5/20, loss ") and "left ~" in line for line in lines)
+    assert lines[-1].startswith("toy: step 20/20")
+    with caplog.at_level("INFO", logger="paperzoo.engine.trainer"):
+        caplog.clear()
+        Trainer(m, opt, _loss, config=_cfg(5)).fit(_data())  # progress=False: silent
+    assert not caplog.records

@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,8 @@ class TrainConfig:
     drop_last: bool = True  # epochs are whole batches (the last partial batch is skipped)
     channels_last: bool = False  # 4-D inputs and the model in channels-last memory format
     compile: bool = False  # torch.compile the model for the training forward pass
-    progress: bool = True  # tqdm bar (only on rank 0 and only on a TTY)
+    progress: bool = True  # rank 0: a tqdm bar on a TTY, else a log line every progress_seconds
+    progress_seconds: float = 30.0  # off a TTY: wall seconds between progress log lines
     desc: str = "train"  # progress-bar label
 
     def __post_init__(self) -> None:
@@ -374,8 +376,11 @@ class Trainer:
     def _loop(self, data: DataSource) -> None:
         cfg = self.config
         batches = self._batches(data)
-        show = cfg.progress and self.dist.is_main and sys.stderr.isatty()
+        report = cfg.progress and self.dist.is_main
+        show = report and sys.stderr.isatty()
         bar = tqdm(total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False)
+        lines = _ProgressLines(cfg, self.step) if report and not show else None
+        loss: float | None = None
         try:
             while self.step < cfg.steps:
                 batch = _to_device(next(batches), self.device, cfg.channels_last)
@@ -387,14 +392,55 @@ class Trainer:
                     rec = {k: sum(v) / len(v) for k, v in self._window.items()}
                     self._window = {}
                     self._log({"step": self.step, **rec})
-                    bar.set_postfix(loss=f"{rec['loss']:.4g}")
+                    loss = rec.get("loss")
+                    if loss is not None:
+                        bar.set_postfix(loss=f"{loss:.4g}")
                 if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
                     self._evaluate()
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                     self.save_checkpoint()
                 bar.update(1)
+                if lines is not None:
+                    lines.tick(self.step, loss)
         finally:
             bar.close()
         self._evaluate()
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
+
+
+class _ProgressLines:
+    """Progress where there is no terminal: a log line every ``progress_seconds`` of wall time
+    (phase, step / total, last logged loss, steps per second, elapsed and estimated time left)."""
+
+    def __init__(self, cfg: TrainConfig, start_step: int) -> None:
+        self.cfg = cfg
+        self.start_step = start_step
+        self.t0 = self.last = time.monotonic()
+        log.info(
+            "%s: %d steps%s",
+            cfg.desc,
+            cfg.steps,
+            f" (from step {start_step})" if start_step else "",
+        )
+
+    def tick(self, step: int, loss: float | None) -> None:
+        now = time.monotonic()
+        if now - self.last < self.cfg.progress_seconds and step < self.cfg.steps:
+            return
+        self.last = now
+        elapsed = now - self.t0
+        rate = (step - self.start_step) / max(elapsed, 1e-9)
+        left = (self.cfg.steps - step) / rate if rate > 0 else float("inf")
+        log.info(
+            "%s: step %d/%d, loss %s, %.2f steps/s, elapsed %s, left ~%s",
+            self.cfg.desc, step, self.cfg.steps, "-" if loss is None else f"{loss:.4g}", rate,
+            _hms(elapsed), _hms(left),
+        )  # fmt: skip
+
+
+def _hms(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

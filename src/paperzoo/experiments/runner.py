@@ -122,7 +122,7 @@ def run_seeds(
         seed_dir = out_dir / f"seed-{seed}"
         seed_dir.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "paperzoo", "reproduce", name, "--seed", str(seed)]
-        cmd += ["--out", str(seed_dir), "--threads", str(threads), "--quiet", *(child_args or [])]
+        cmd += ["--out", str(seed_dir), "--threads", str(threads), *(child_args or [])]
         start = time.perf_counter()
         with open(seed_dir / "log.txt", "w") as logf:
             rc = subprocess.call(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
