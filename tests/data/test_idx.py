@@ -76,6 +76,22 @@ def test_images_and_labels_must_agree(tmp_path):
         load_idx_split(tmp_path, "mnist")
 
 
+def test_swapped_image_and_label_files_say_so(tmp_path):
+    _write_mnist_dir(tmp_path, gz=False)
+    images = tmp_path / "t10k-images-idx3-ubyte"
+    labels = tmp_path / "t10k-labels-idx1-ubyte"
+    img_bytes, lab_bytes = images.read_bytes(), labels.read_bytes()
+    images.write_bytes(lab_bytes)
+    labels.write_bytes(img_bytes)
+    with pytest.raises(DataError, match=r"expected an image file \(idx3\).*a label file \(idx1\)"):
+        load_idx_split(tmp_path, "mnist")
+    images.write_bytes(img_bytes)
+    with pytest.raises(DataError, match=r"expected a label file \(idx1\).*an image file"):
+        load_idx_split(tmp_path, "mnist")
+    with pytest.raises(ValueError, match="kind must be"):
+        read_idx(images, kind="pixels")
+
+
 def test_download_verifies_sha256_via_file_url(tmp_path):
     src = tmp_path / "src.bin"
     src.write_bytes(b"payload")

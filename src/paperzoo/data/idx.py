@@ -45,9 +45,20 @@ FASHION_FILES = [
 DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
-def read_idx(path: str | Path) -> np.ndarray:
-    """Parse one IDX file (``.gz`` or raw) into an array, checking magic number and size."""
+_KIND_NDIM = {"images": 3, "labels": 1}  # MNIST-format files: idx3 images, idx1 labels
+
+
+def read_idx(path: str | Path, kind: str | None = None) -> np.ndarray:
+    """Parse one IDX file (``.gz`` or raw) into an array, checking magic number and size.
+
+    Args:
+        path: the file.
+        kind: ``"images"`` or ``"labels"`` to also check that the magic number is of that kind
+            (an idx3 image file or an idx1 label file), so that swapped files say so.
+    """
     path = Path(path)
+    if kind is not None and kind not in _KIND_NDIM:
+        raise ValueError(f"kind must be 'images', 'labels' or None, got {kind!r}")
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as f:
@@ -61,6 +72,14 @@ def read_idx(path: str | Path) -> np.ndarray:
     zero, dtype_code, ndim = raw[0] << 8 | raw[1], raw[2], raw[3]
     if zero != 0 or dtype_code not in _DTYPES or ndim < 1:
         raise DataError(f"{path}: bad IDX magic number {raw[:4].hex()}")
+    if kind is not None and ndim != _KIND_NDIM[kind]:
+        found = {3: "an image file (idx3)", 1: "a label file (idx1)"}.get(
+            ndim, f"an idx{ndim} file"
+        )
+        raise DataError(
+            f"{path}: expected {'an image file (idx3)' if kind == 'images' else 'a label file (idx1)'}"
+            f", but its magic number {raw[:4].hex()} says {found}"
+        )
     header = 4 + 4 * ndim
     if len(raw) < header:
         raise DataError(f"{path}: truncated IDX header")
@@ -88,8 +107,8 @@ def load_idx_split(directory: Path, name: str) -> Split:
     """Read the four IDX files of an MNIST-format data set in ``directory``."""
     parts = []
     for prefix in ("train", "t10k"):
-        images = read_idx(_find(directory, f"{prefix}-images-idx3-ubyte"))
-        labels = read_idx(_find(directory, f"{prefix}-labels-idx1-ubyte"))
+        images = read_idx(_find(directory, f"{prefix}-images-idx3-ubyte"), kind="images")
+        labels = read_idx(_find(directory, f"{prefix}-labels-idx1-ubyte"), kind="labels")
         if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
             raise DataError(
                 f"{directory}: {prefix} images {images.shape} and labels {labels.shape} disagree"
