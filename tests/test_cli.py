@@ -127,3 +127,31 @@ def test_merge_rejects_seed_runs_of_other_papers_or_repeated_seeds(tmp_path, cap
     assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 2
     assert "one paper and scale" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+
+
+def test_set_overrides_reach_the_run_and_results(tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["reproduce", "resnet", "--scale", "smoke", "--quiet", "--out", str(out)]
+    assert main([*argv, "--set", "steps=3"]) == 0
+    d = json.loads((out / "results.json").read_text())
+    assert d["overrides"] == {"steps": "3"} and d["config"]["steps"] == 3
+    assert "--set steps=3" in (out / "report.md").read_text()
+    capsys.readouterr()
+    assert main(["config", "resnet", "--scale", "smoke", "--set", "steps=3"]) == 0
+    assert json.loads(capsys.readouterr().out) == d["config"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["reproduce", "resnet", "--set", "stpes=3"], "did you mean steps"),
+        (["reproduce", "resnet", "--set", "steps=many"], "expected int"),
+        (["reproduce", "--all", "--set", "steps=3"], "not --all"),
+        (["config", "resnet", "--set", "nokey"], "KEY=VALUE"),
+        (["config", "nosuchpaper"], "unknown paper"),
+    ],
+)
+def test_bad_overrides_exit_2(argv, message, capsys, tmp_path):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

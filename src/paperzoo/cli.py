@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--out", type=Path, help="output directory (default runs/NAME-SCALE-sSEED or -seedsA-B)"
     )
+    r.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a config field (dotted for nested ones; see `paperzoo config NAME`)",
+    )
     r.add_argument("--dataset", help="data set to use (default: the paper's embedded source)")
     r.add_argument("--data-root", type=Path, help="directory with real data in standard layouts")
     r.add_argument("--download", action="store_true", help="fetch missing files (SHA-256 checked)")
@@ -100,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.add_argument("--fold", type=_positive, default=1, help="bAbI fold of the official files")
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
+
+    c = sub.add_parser("config", help="the resolved config of a paper at a scale, as JSON")
+    c.add_argument("name", help="paper name (see `paperzoo list`)")
+    c.add_argument("--scale", default="quick", choices=("smoke", "quick", "full"))
+    c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
 
     m = sub.add_parser("merge", help="combine seed runs (or shards of a grid) into one report")
     m.add_argument("dirs", nargs="+", type=Path, help="output directories of seed runs or shards")
@@ -194,7 +207,32 @@ def _child_args(args: argparse.Namespace) -> list[str]:
             out += [flag, str(value)]
     if args.download:
         out.append("--download")
+    for item in args.overrides:
+        out += ["--set", item]
     return out
+
+
+def _overrides(name: str, scale: str, items: list[str]) -> tuple[dict[str, str], object]:
+    """(overrides, resolved config) for ``--set`` ``items``; a bad key or value is a UsageError."""
+    from paperzoo.experiments.overrides import OverrideError, parse_set
+    from paperzoo.experiments.runner import resolve_config
+
+    try:
+        overrides = parse_set(items)
+        return overrides, resolve_config(name, scale, overrides)
+    except OverrideError as err:
+        raise UsageError(str(err)) from None
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.overrides import config_to_dict
+
+    if args.name not in EXPERIMENTS:
+        raise UsageError(f"unknown paper {args.name!r}; known: {', '.join(EXPERIMENTS.names())}")
+    _, cfg = _overrides(args.name, args.scale, args.overrides)
+    sys.stdout.write(json.dumps(config_to_dict(cfg), indent=2) + "\n")
+    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -212,6 +250,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
     if args.data_root is not None and not args.data_root.is_dir() and not args.download:
         raise UsageError(f"--data-root {args.data_root} is not a directory")
+    if args.overrides and args.all:
+        raise UsageError("--set changes one paper's config: give a paper NAME, not --all")
+    overrides = _overrides(args.name, args.scale, args.overrides)[0] if args.name else {}
     seeds = args.seeds or [args.seed]
     multi = args.seeds is not None
     if multi and args.shard is not None:
@@ -256,7 +297,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                     shard=args.shard,
                     dist=dist,
                 )
-                result = run_experiment(name, ctx)
+                result = run_experiment(name, ctx, overrides)
             if multi and dist.is_main:
                 result = aggregate_dirs([out / f"seed-{s}" for s in seeds], out)
         if dist.is_main:
@@ -391,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_list(args)
         if args.command == "reproduce":
             return cmd_reproduce(args)
+        if args.command == "config":
+            return cmd_config(args)
         if args.command == "merge":
             return cmd_merge(args)
         if args.command == "summary":

@@ -195,6 +195,8 @@ class Result:
     details: dict[str, Any] = field(default_factory=dict)
     shard: tuple[int, int] | None = None  # (k, n) when this run covers one slice of a grid
     seed_dirs: list[str] = field(default_factory=list)  # an aggregate: the seed runs it read
+    config: dict[str, Any] = field(default_factory=dict)  # the resolved config that ran
+    overrides: dict[str, str] = field(default_factory=dict)  # --set KEY=VALUE applied to it
 
     @property
     def findings(self) -> list[ClaimResult]:
@@ -240,6 +242,8 @@ class Result:
             "checks_holding": f"{sum(c.verdict == 'holds' for c in judged)}/{len(judged)}",
             "figures": self.figures,
             "notes": self.notes,
+            "config": self.config,
+            "overrides": self.overrides,
             "details": self.details,
         }
         if self.shard is not None:
@@ -275,6 +279,8 @@ class Result:
                 details=dict(d.get("details", {})),
                 shard=tuple(d["shard"]) if d.get("shard") else None,  # type: ignore[arg-type]
                 seed_dirs=list(d.get("seed_dirs", [])),
+                config=dict(d["config"]),
+                overrides=dict(d["overrides"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -312,6 +318,9 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         values = sorted({str(getattr(r, key)) for r in runs})
         if len(values) > 1:
             raise ValueError(f"seed runs must share one {key}, got {', '.join(values)}")
+    for key in ("config", "overrides"):
+        if any(getattr(r, key) != getattr(first, key) for r in runs[1:]):
+            raise ValueError(f"seed runs must share one {key} (they ran different settings)")
     if any(r.shard is not None for r in runs):
         raise ValueError("shards are combined with the experiment's merge, not as seed runs")
     spec = [(c.id, c.kind, c.target) for c in first.claims]
@@ -358,6 +367,8 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         claims=claims,
         notes=notes,
         seed_dirs=[seed_dirs[i] for i in order] if seed_dirs else [],
+        config=first.config,
+        overrides=first.overrides,
     )
 
 
@@ -430,6 +441,7 @@ def render_markdown(result: Result) -> str:
     """report.md: the headline, the findings table, the checks, notes and figures."""
     seeds = result.seeds
     seed_flag = f"--seed {seeds[0]}" if len(seeds) == 1 else f"--seeds {format_seeds(seeds)}"
+    seed_flag += "".join(f" --set {k}={v}" for k, v in result.overrides.items())
     lines = [
         f"# {result.title}",
         "",

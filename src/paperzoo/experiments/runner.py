@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
+from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
 
 log = logging.getLogger(__name__)
@@ -74,15 +76,24 @@ def _plain(v: Any) -> Any:
     return v if isinstance(v, bool | int) else float(v)
 
 
-def run_experiment(name: str, ctx: RunContext) -> Result:
+def resolve_config(name: str, scale: str, overrides: Mapping[str, str] | None = None) -> Any:
+    """The config experiment ``name`` runs at ``scale`` with ``--set`` ``overrides`` applied."""
+    return apply_overrides(get_experiment(name).config(scale), overrides or {})
+
+
+def run_experiment(
+    name: str, ctx: RunContext, overrides: Mapping[str, str] | None = None
+) -> Result:
     """Run experiment ``name`` at ``ctx.scale``; rank 0 writes results.json and report.md."""
     exp = get_experiment(name)
-    cfg = exp.config(ctx.scale)
+    cfg = resolve_config(name, ctx.scale, overrides)
     exp.dataset_name(ctx)  # validate --dataset before any work
     log.info("reproducing %s at scale %s (seed %d)", name, ctx.scale, ctx.seed)
     start = time.perf_counter()
     outcome = exp.run(cfg, ctx)
     result = build_result(exp, outcome, ctx, time.perf_counter() - start)
+    result.config = config_to_dict(cfg)
+    result.overrides = dict(overrides or {})
     if ctx.dist.is_main:
         write_report(result, ctx.out_dir)
     return result
