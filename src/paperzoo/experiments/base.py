@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
 from paperzoo.data.base import DataInfo
+from paperzoo.data.holdout import final_evaluation as _final_evaluation
+from paperzoo.data.holdout import guard as _guard
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.registry import Registry
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 
 SCALES = ("smoke", "quick", "full")
 Measured = float | int | bool | None
+_T = TypeVar("_T")
 
 
 CLAIM_KINDS = ("finding", "check")
@@ -114,6 +118,26 @@ class RunContext:
     fold: int = 1  # GG-NN: which fold of the official bAbI files
     shard: tuple[int, int] | None = None  # (k, n): run only slice k of n of a model grid
     dist: DistInfo = field(default_factory=DistInfo)
+    # Selection hygiene check (tests): test data passed through ``holdout`` raise when read
+    # outside ``final_evaluation()`` (paperzoo.data.holdout). Off: both are no-ops.
+    guard_test: bool = False
+
+    def holdout(self, data: _T, name: str = "test data") -> _T:
+        """``data`` (a tensor, a ``Split`` or a sequence of test items) guarded when
+        ``guard_test`` is set, else returned unchanged.
+
+        Args:
+            data: the test data, as loaded or generated.
+            name: how an error message calls them.
+
+        Returns:
+            ``data`` or its guarded version (see ``paperzoo.data.holdout.guard``).
+        """
+        return _guard(data, name) if self.guard_test else data
+
+    def final_evaluation(self) -> AbstractContextManager[None]:
+        """The block where the final numbers are computed: guarded test data may be read inside."""
+        return _final_evaluation() if self.guard_test else nullcontext()
 
     def generator(self, *keys: int | str) -> torch.Generator:
         """A CPU generator seeded from the run seed and ``keys`` (independent streams by key)."""
