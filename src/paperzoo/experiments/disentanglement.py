@@ -74,6 +74,7 @@ from paperzoo.utils.io import atomic_write_text
 log = logging.getLogger(__name__)
 
 METRICS = ("beta_vae", "factor_vae", "mig", "dci", "sap", "modularity", "reconstruction")
+STUDY_FINDING_METRICS = ("beta_vae", "factor_vae", "dci")  # the paper's predictive metrics
 GROUND_TRUTH_ID, RANDOM_ID = "ground-truth", "random-code"
 # The study quantizes the data sets for the puzzles (disentanglement_lib pgm_data.py).
 PGM_SIZES = {
@@ -246,6 +247,8 @@ _SANITY_GT = (
     ("modularity", ">= 0.9", "modularity"),
 )
 
+# The metric and WReN bounds on the ground-truth and random codes are sanity checks of the
+# pipeline (the paper claims nothing about them); the study's findings are the Spearman claims.
 CLAIMS = (
     *(
         ClaimSpec(
@@ -253,6 +256,7 @@ CLAIMS = (
             f"With the ground-truth factors as the code, the {name} is near its maximum of 1",
             paper=None,
             target=target,
+            kind="check",
         )
         for m, target, name in _SANITY_GT
     ),
@@ -261,36 +265,42 @@ CLAIMS = (
         "The SAP score of the ground-truth code exceeds that of a random Gaussian code",
         paper=None,
         target="> 0",
+        kind="check",
     ),
     ClaimSpec(
         "metrics.random_representation.beta_vae_above_chance",
         "A random code's BetaVAE score is within 0.1 of chance (1 / number of factors)",
         paper=None,
         target="<= 0.1",
+        kind="check",
     ),
     ClaimSpec(
         "metrics.random_representation.factor_vae_above_chance",
         "A random code's FactorVAE score is within 0.1 of chance (1 / number of factors)",
         paper=None,
         target="<= 0.1",
+        kind="check",
     ),
     ClaimSpec(
         "metrics.random_representation.mig",
         "A random code's MIG is near 0",
         paper=None,
         target="<= 0.05",
+        kind="check",
     ),
     ClaimSpec(
         "metrics.random_representation.dci",
         "A random code's DCI disentanglement is near 0",
         paper=None,
         target="<= 0.1",
+        kind="check",
     ),
     ClaimSpec(
         "metrics.random_representation.sap",
         "A random code's SAP score is near 0",
         paper=None,
         target="<= 0.05",
+        kind="check",
     ),
     ClaimSpec(
         "metrics.random_representation.modularity",
@@ -298,18 +308,21 @@ CLAIMS = (
         "baseline: the bias of the mutual-information estimates gives noise a high score",
         paper=None,
         target="< 0.9",
+        kind="check",
     ),
     ClaimSpec(
         "wren.ground_truth.test_acc",
         "WReN on the ground-truth factor values solves held-out puzzles well above chance (1/6)",
         paper=None,
         target=">= 0.4",
+        kind="check",
     ),
     ClaimSpec(
         "wren.random_code.test_acc",
         "WReN on a random code stays near chance (1/6) on held-out puzzles",
         paper=None,
         target="<= 0.25",
+        kind="check",
     ),
     ClaimSpec(
         "study.num_models",
@@ -319,17 +332,33 @@ CLAIMS = (
         target="reported",
         kind="check",
     ),
+    # The study's finding (PAPERS.md): BetaVAE, FactorVAE and DCI scores correlate positively with
+    # WReN's accuracy after few training steps, and more strongly than reconstruction does. The
+    # paper's ordering is the target at every scale (quick: 6 VAEs, so a noisy rank correlation;
+    # full: the study's grid on one data set). The other metrics' correlations are descriptive.
     *(
         ClaimSpec(
             f"study.spearman.{m}.early",
             f"Spearman rank correlation between the {m.replace('_', ' ')} score and WReN accuracy after "
             "the fewest training steps (paper: BetaVAE / FactorVAE / DCI positive and above "
             "reconstruction)",
-            paper=None,
-            target="reported",
-            kind="check",
+            paper="> 0 (few steps)" if m in STUDY_FINDING_METRICS else None,
+            target="> 0" if m in STUDY_FINDING_METRICS else "reported",
+            kind="finding" if m in STUDY_FINDING_METRICS else "check",
         )
         for m in METRICS
+    ),
+    *(
+        ClaimSpec(
+            f"study.spearman.{m}_minus_reconstruction.early",
+            f"Spearman correlation of the {m.replace('_', ' ')} score with WReN accuracy after the "
+            "fewest training steps minus that of the reconstruction score (the negated "
+            "reconstruction loss, so higher is better for both): disentanglement predicts "
+            "accuracy better than reconstruction early in training",
+            paper="> 0 (few steps)",
+            target="> 0",
+        )
+        for m in STUDY_FINDING_METRICS
     ),
 )
 
@@ -565,9 +594,19 @@ def _wren_hparams(
 def _train_wren(
     item: str, rep, cfg: DisentanglementConfig, ctx: RunContext, env: _Env, out: Path
 ) -> dict[str, Any]:
-    """Train ``wren_runs`` WReNs on the frozen representation; test accuracy per evaluation step."""
+    """Train ``wren_runs`` WReNs on the frozen representation; test accuracy at ``wren_steps``.
+
+    During training the WReN's weights are saved at each step of ``wren_steps`` (under
+    ``wren-<run>/snapshots/``, so an interrupted run resumes); the test puzzles are read only
+    afterwards, in the final evaluation of those snapshots.
+    """
     test_ctx, test_ans = _panel_codes(item, rep, env, env.test_pgms, ctx, "test")
     test_y = torch.as_tensor(env.test_pgms.target)
+    # The encoded test puzzles (frozen representation): read in the final evaluation only.
+    test_ctx, test_ans, test_y = (
+        ctx.holdout(t, f"test puzzles ({k})")
+        for t, k in ((test_ctx, "context"), (test_ans, "answers"), (test_y, "targets"))
+    )
     if env.train_pgms is not None:
         tr_ctx, tr_ans = _panel_codes(item, rep, env, env.train_pgms, ctx, "train")
         data: Any = (tr_ctx, tr_ans, torch.as_tensor(env.train_pgms.target))
@@ -585,13 +624,29 @@ def _train_wren(
             "acc": (logits.argmax(1) == batch[2]).float().mean()
         }
 
-    def eval_fn(m: WReN) -> dict[str, float]:
+    @torch.no_grad()
+    def test_acc(m: WReN) -> float:
+        was = m.training
+        m.eval()
         dev = next(m.parameters()).device
         correct = 0
         for i in range(0, len(test_y), 512):
             logits = m(test_ctx[i : i + 512].to(dev), test_ans[i : i + 512].to(dev))
             correct += int((logits.argmax(1).cpu() == test_y[i : i + 512]).sum())
-        return {"test_acc": correct / len(test_y)}
+        m.train(was)
+        return correct / len(test_y)
+
+    def snapshot_fn(trainer: list[Trainer], snaps: Path) -> Any:
+        """eval_fn saving the weights at the steps of ``wren_steps`` (evaluated at the end)."""
+
+        def save(m: WReN) -> dict[str, float]:
+            step = trainer[0].step
+            if step in cfg.wren_steps:
+                snaps.mkdir(parents=True, exist_ok=True)
+                save_weights(snaps / f"step-{step}.safetensors", m)
+            return {}
+
+        return save
 
     runs = []
     for r in range(cfg.wren_runs):
@@ -616,20 +671,27 @@ def _train_wren(
             progress=ctx.progress,
             desc=f"wren {item} #{r}",
         )
+        holder: list[Trainer] = []  # the trainer, once built (its step names the snapshots)
+        snaps = out / f"wren-{r}" / "snapshots"
         trainer = _LocalTrainer(
             model,
             opt,
             loss_fn,
             config=tcfg,
             out_dir=out / f"wren-{r}",
-            eval_fn=eval_fn,
+            eval_fn=snapshot_fn(holder, snaps),
             device=ctx.device,
         )
+        holder.append(trainer)
         with seeded(seed):  # dropout draws from the (checkpointed) global stream
-            hist = trainer.fit(data, resume=True)
-        acc_at = dict(reversed(list(zip(*hist.series("test_acc"), strict=True))))  # first per step
-        steps = sorted(acc_at)
-        accs = [acc_at[s] for s in steps]
+            trainer.fit(data, resume=True)
+        # Training is over: the final evaluation of the weights at each step of wren_steps.
+        steps = [s for s in sorted(cfg.wren_steps) if (snaps / f"step-{s}.safetensors").exists()]
+        accs = []
+        with ctx.final_evaluation():
+            for s in steps:
+                load_weights(snaps / f"step-{s}.safetensors", model)
+                accs.append(test_acc(model))
         runs.append(
             {
                 "hparams": {k: list(v) if isinstance(v, tuple) else v for k, v in hp.items()},
@@ -769,6 +831,12 @@ def summarize(
     early = str(min(cfg.wren_steps))
     for m in METRICS:
         measured[f"study.spearman.{m}.early"] = table[m][early]
+    recon = table["reconstruction"][early]
+    for m in STUDY_FINDING_METRICS:
+        rho = table[m][early]
+        measured[f"study.spearman.{m}_minus_reconstruction.early"] = (
+            None if rho is None or recon is None else rho - recon
+        )
     details = {
         "spearman": table,
         "wren_steps": list(cfg.wren_steps),
@@ -948,7 +1016,8 @@ class DisentanglementExperiment(Experiment):
         n_vae = int(measured["study.num_models"])
         if n_vae < 30:
             notes.append(
-                f"Spearman correlations over only {n_vae} VAEs are very noisy; they are reported, not tested"
+                f"Spearman correlations over only {n_vae} VAEs are very noisy; the BetaVAE, FactorVAE "
+                "and DCI ones are judged against the paper's ordering all the same"
             )
         notes.append(
             f"data: {env.name} ({env.base.source}), {cfg.image_size}x{cfg.image_size} images; VAEs and metrics on "

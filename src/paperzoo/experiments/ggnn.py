@@ -131,9 +131,10 @@ def _claims() -> tuple[ClaimSpec, ...]:
         ClaimSpec(
             f"babi.task{n}.ggnn.test_acc",
             f"A GG-NN trained on 50 graphs (50 more for validation) answers bAbI task {n} "
-            f"({what}) questions (mean test accuracy over folds)",
+            f"({what}) questions (mean test accuracy over folds; full: paper 100.0 %, "
+            "tolerance 1 point)",
             1.0,
-            ">= 0.98",
+            {"quick": ">= 0.98", "full": ">= 0.99"},
         )
         for n, what in (
             (4, "two-argument relations"),
@@ -146,25 +147,29 @@ def _claims() -> tuple[ClaimSpec, ...]:
         ClaimSpec(
             "babi.task19.ggsnn.test_acc",
             "A GGS-NN trained on 250 graphs finds the direction sequences of bAbI task 19 "
-            "(path finding)",
+            "(path finding; full: paper 99.0 %, tolerance 2 points)",
             0.99,
-            ">= 0.95",
+            {"quick": ">= 0.95", "full": ">= 0.97"},
         ),
         ClaimSpec(
             "seq.shortest_path.ggsnn.test_acc",
-            "A GGS-NN trained on 50 graphs outputs the unique shortest path as a node sequence",
+            "A GGS-NN trained on 50 graphs outputs the unique shortest path as a node sequence "
+            "(full: paper about 100 %, tolerance 1 point)",
             "~1.00",
-            ">= 0.95",
+            {"quick": ">= 0.95", "full": ">= 0.99"},
         ),
         ClaimSpec(
             "seq.eulerian.ggsnn.test_acc",
-            "A GGS-NN trained on 50 graphs outputs the Eulerian circuit as a node sequence",
+            "A GGS-NN trained on 50 graphs outputs the Eulerian circuit as a node sequence "
+            "(full: paper about 100 %, tolerance 1 point)",
             "~1.00",
-            ">= 0.95",
+            {"quick": ">= 0.95", "full": ">= 0.99"},
         ),
     ]
     for task, paper in _PAPER_LSTM.items():
         n = task.removeprefix("babi")
+        # The baseline's own accuracy is the paper's number for a baseline, not a result the
+        # paper claims: a check. The paper's finding is the comparison below.
         claims.append(
             ClaimSpec(
                 f"babi.task{n}.lstm.test_acc",
@@ -176,12 +181,16 @@ def _claims() -> tuple[ClaimSpec, ...]:
         )
         gg = 0.99 if task == "babi19" else 1.0
         model = "GGS-NN (250 graphs)" if task == "babi19" else "GG-NN (50 graphs)"
+        gap = round(gg - paper, 2)
+        # Full scale (the LSTM with the paper's 5,000 updates on 950 stories): the paper's gap
+        # less a stated tolerance of 5 points (PAPERS.md gives the LSTM numbers as approximate).
         claims.append(
             ClaimSpec(
                 f"babi.task{n}.ggnn_minus_lstm.test_acc",
-                f"Test accuracy of the {model} minus that of the LSTM (950 stories), task {n}",
-                round(gg - paper, 2),
-                "> 0",
+                f"Test accuracy of the {model} minus that of the LSTM (950 stories), task {n} "
+                f"(full: paper {gap:.2f}, tolerance 5 points)",
+                gap,
+                {"quick": "> 0", "full": f">= {gap - 0.05:.2f}"},
             )
         )
     return tuple(claims)
@@ -413,14 +422,18 @@ class GGNNExperiment(Experiment):
     def _task(self, name: str, cfg: GGNNConfig, ctx: RunContext, fold: int) -> babi.BabiTask:
         if ctx.data_root is not None:  # the official files: one fold, resampled subsets
             task = babi.load_official(name, ctx.data_root, fold=ctx.fold)
-            return dataclasses.replace(task, test=task.test[: cfg.n_test])
-        n_train = self._setting(name, cfg).n_train if name in cfg.tasks else 0
-        if name in cfg.baseline_tasks:
-            n_train = max(n_train, cfg.baseline_train)
-        n_train += cfg.n_val
-        return babi.generate_task(
-            name, n_train=n_train, n_test=cfg.n_test, seed=derive_seed(ctx.seed, "fold", fold)
-        )
+            test = task.test[: cfg.n_test]
+        else:
+            n_train = self._setting(name, cfg).n_train if name in cfg.tasks else 0
+            if name in cfg.baseline_tasks:
+                n_train = max(n_train, cfg.baseline_train)
+            n_train += cfg.n_val
+            task = babi.generate_task(
+                name, n_train=n_train, n_test=cfg.n_test, seed=derive_seed(ctx.seed, "fold", fold)
+            )
+            test = task.test
+        # The test graphs are read in the final evaluation only.
+        return dataclasses.replace(task, test=ctx.holdout(test, f"{name} test graphs"))
 
     def _setting(self, name: str, cfg: GGNNConfig) -> TaskSetting:
         return cfg.overrides.get(name, OFFICIAL[name])
@@ -501,31 +514,37 @@ class GGNNExperiment(Experiment):
         for qt in range(task.num_question_types):
             tr = babi.examples(task, train_g, annotation_dim=s.annotation_dim, question_type=qt)
             va = babi.examples(task, val_g, annotation_dim=s.annotation_dim, question_type=qt)
-            te = babi.examples(task, task.test, annotation_dim=s.annotation_dim, question_type=qt)
-            if not te:
-                continue
-            total += len(te)
-            if not tr:  # only possible with tiny data: such test questions count as wrong
-                log.warning("%s: no training question of type %d", name, qt + 1)
-                per_qtype[qt + 1] = {"test_acc": 0.0, "n_train": 0, "n_test": len(te)}
-                continue
             # Restarts: a run whose best validation accuracy is below 100% is repeated from a
             # new initialisation, and the run with the best validation result is kept.
             best: tuple[tuple[float, float], nn.Module] | None = None
-            attempts: list[dict[str, float]] = []
-            for attempt in range(cfg.restarts):
+            runs: list[tuple[float, nn.Module]] = []  # (val accuracy, model) per attempt
+            for attempt in range(cfg.restarts if tr else 0):
                 model, score = self._train_graph_model(
                     name, task, cfg, ctx, tr, va, (f"fold{fold}", f"q{qt + 1}", f"a{attempt}")
                 )
-                test_acc = graph_eval(model, task.kind, te)[0]
-                attempts.append({"val_acc": score[0], "test_acc": test_acc})
+                runs.append((score[0], model))
                 if best is None or score > best[0]:
                     best = (score, model)
                 if score[0] >= 1.0 or not va:
                     break
-            assert best is not None
+            with ctx.final_evaluation():  # this question type's models are final
+                te = babi.examples(
+                    task, task.test, annotation_dim=s.annotation_dim, question_type=qt
+                )
+                if not te:
+                    continue
+                total += len(te)
+                if not tr:  # only possible with tiny data: such test questions count as wrong
+                    log.warning("%s: no training question of type %d", name, qt + 1)
+                    per_qtype[qt + 1] = {"test_acc": 0.0, "n_train": 0, "n_test": len(te)}
+                    continue
+                attempts = [
+                    {"val_acc": val_acc, "test_acc": graph_eval(m, task.kind, te)[0]}
+                    for val_acc, m in runs
+                ]
+                assert best is not None
+                acc = graph_eval(best[1], task.kind, te)[0]
             params = count_params(best[1])
-            acc = graph_eval(best[1], task.kind, te)[0]
             per_qtype[qt + 1] = {
                 "test_acc": acc,
                 "n_train": len(tr),
@@ -553,7 +572,6 @@ class GGNNExperiment(Experiment):
         )
         tok, ln, y = babi.sequences(task, train_g)
         val = babi.sequences(task, val_g)
-        test = babi.sequences(task, task.test)
         with seeded(derive_seed(ctx.seed, name, fold, cell, "init")):
             model = SequenceBaseline(
                 vocab_size=len(babi.vocabulary(task)),
@@ -592,7 +610,8 @@ class GGNNExperiment(Experiment):
         if keeper.state is not None:
             model.load_state_dict(keeper.state)
         model.to("cpu")
-        return sequence_eval(model, *test)[0]
+        with ctx.final_evaluation():  # the selected model is final
+            return sequence_eval(model, *babi.sequences(task, task.test))[0]
 
     # -- run -------------------------------------------------------------------------------
     def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
@@ -604,13 +623,11 @@ class GGNNExperiment(Experiment):
         cpu: dict[str, float] = {}
         for name in tasks:
             start = time.process_time()
+            first = None  # fold 0's task, described in the data record once its models are final
             for fold in folds:
                 task = self._task(name, cfg, ctx, fold)
                 if fold == 0:
-                    n_q = sum(len(g.questions) for g in task.test)
-                    label = name.replace("babi", "babi-task") if name.startswith("babi") else name
-                    n_tr = self._setting(name, cfg).n_train
-                    data.append(DataInfo(label, task.source, n_tr, n_q))
+                    first = task
                 if name in cfg.tasks and fold < cfg.seeds:
                     res = self._run_graph_model(name, cfg, ctx, fold, task)
                     ggnn[name].append(res)
@@ -620,6 +637,11 @@ class GGNNExperiment(Experiment):
                         acc = self._run_baseline(name, cell, cfg, ctx, fold, task)
                         base[cell].setdefault(name, []).append(acc)
                         log.info("%s %s fold %d: test accuracy %.4f", cell, name, fold, acc)
+            if first is not None:
+                with ctx.final_evaluation():  # a count of test questions for the data record
+                    n_q = sum(len(g.questions) for g in first.test)
+                label = name.replace("babi", "babi-task") if name.startswith("babi") else name
+                data.append(DataInfo(label, first.source, self._setting(name, cfg).n_train, n_q))
             cpu[name] = round(time.process_time() - start, 1)
 
         def mean(v: list[float]) -> float:

@@ -96,14 +96,22 @@ class ObfuscatedConfig:
 
 
 def _claims() -> tuple[ClaimSpec, ...]:
+    # Full scale runs the same MNIST threat model (l_inf 0.3) with larger nets and longer attacks,
+    # not the paper's CIFAR-10 at 0.031 / ImageNet; its targets are the paper's numbers anyway.
     out = [
+        # A sanity bound on the attack (it breaks an undefended net); the paper claims nothing here.
         ClaimSpec(
             "defense.undefended.pgd.robust_acc",
             "PGD (l_inf 0.3) breaks the undefended CNN",
             None,
             "<= 0.10",
+            kind="check",
         )
     ]
+    # "Looks robust to naive PGD" is what the defences' own evaluations reported and the paper
+    # overturns. On MNIST at 0.3 the stochastic defences are not robust even to naive PGD, so
+    # their two naive claims fail here; the paper's setting for them (SAP on CIFAR-10 at 8/255,
+    # Xie et al.'s resize-and-pad geometry) is not run by any scale yet.
     for name in OBFUSCATING:
         kind = "BPDA" if name in SHATTERED else "EOT"
         out += [
@@ -115,12 +123,15 @@ def _claims() -> tuple[ClaimSpec, ...]:
             ),
             ClaimSpec(
                 f"defense.{name}.adaptive.robust_acc",
-                f"PGD with {kind} reduces the {name} defence to (near) zero robust accuracy",
+                f"PGD with {kind} reduces the {name} defence to (near) zero robust accuracy "
+                "(full: the paper's 0 % of Table 1, tolerance 5 points)",
                 _PAPER_ADAPTIVE[name],
-                "<= 0.10",
+                {"quick": "<= 0.10", "full": "<= 0.05"},
             ),
         ]
     out += [
+        # Descriptive: the paper's 47 % is CIFAR-10 at 0.031, not comparable with MNIST at 0.3;
+        # the paper's finding (PGD-AT holds where the others fall) is the margin below.
         ClaimSpec(
             "defense.pgd_at.adaptive.robust_acc",
             "robust accuracy of PGD adversarial training under PGD (Madry et al.; paper: CIFAR-10)",
@@ -128,11 +139,14 @@ def _claims() -> tuple[ClaimSpec, ...]:
             "reported",
             kind="check",
         ),
+        # Paper: 47 % (Madry et al.) minus 0 % (every obfuscating defence reproduced here) on
+        # CIFAR-10 at 0.031. Full: that margin less 5 points (on MNIST at 0.3 Madry et al. report
+        # a higher robust accuracy, so the paper's margin is a lower bar there).
         ClaimSpec(
             "defense.pgd_at.adaptive.margin_over_obfuscated",
             "PGD-AT robust accuracy minus the best obfuscating defence's under the adaptive attacks",
             0.47,
-            ">= 0.2",
+            {"quick": ">= 0.2", "full": ">= 0.42"},
         ),
     ]
     for name in OBFUSCATING:
@@ -144,6 +158,9 @@ def _claims() -> tuple[ClaimSpec, ...]:
                 "is true",
             )
         )
+    # Undefended: a sanity bound on the checklist (no false alarm on a model with honest
+    # gradients), which the paper claims nothing about: a check. PGD-AT: the paper's finding
+    # that Madry et al.'s defence does not obfuscate gradients (Sec. 5, Table 1): a finding.
     for name in ("undefended", "pgd_at"):
         out.append(
             ClaimSpec(
@@ -151,6 +168,7 @@ def _claims() -> tuple[ClaimSpec, ...]:
                 f"the checklist flags no warning sign for the {name} model",
                 None,
                 "is false",
+                kind="check" if name == "undefended" else "finding",
             )
         )
     return tuple(out)
@@ -250,7 +268,7 @@ class ObfuscatedGradientsExperiment(Experiment):
         split = load_dataset(
             self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
-        split = split.subset(cfg.n_train, None)
+        split = ctx.holdout(split.subset(cfg.n_train, None), "test split")  # final evaluation only
         x_tr, y_tr = split.x_train, split.y_train
         side = x_tr.shape[-1]
         if side % 4 or cfg.resize_out % 4:
@@ -358,29 +376,32 @@ class ObfuscatedGradientsExperiment(Experiment):
         x_cu, y_cu = x_ev[: cfg.n_curve], y_ev[: cfg.n_curve]
         measured: dict[str, Any] = {}
         details: dict[str, Any] = {"clean_acc": {}, "naive": {}, "adaptive": {}, "curves": {}}
-        for name, model in models.items():
-            details["clean_acc"][name] = accuracy(model, x_ev, y_ev, device=ctx.device)
-            kinds = [("naive", naive)]
-            if name in OBFUSCATING:
-                kinds.append(("adaptive", adaptive(name)))
-            for kind, make in kinds:
-                atk = make(model, cfg.eps, cfg.pgd_steps, cfg.pgd_alpha, f"{name}/{kind}")
-                details[kind][name] = accuracy(model, atk(x_ev, y_ev), y_ev, device=ctx.device)
-                curve = []
-                for e in cfg.eps_curve:
-                    a = make(model, e, cfg.curve_steps, 2.5 * e / cfg.curve_steps, f"{name}/{e}")
-                    curve.append(accuracy(model, a(x_cu, y_cu), y_cu, device=ctx.device))
-                details["curves"].setdefault(name, {})[kind] = curve
-            if name not in OBFUSCATING:  # nothing masked: the adaptive attack is the naive one
-                details["adaptive"][name] = details["naive"][name]
-                details["curves"][name]["adaptive"] = details["curves"][name]["naive"]
-            log.info(
-                "%s: clean %.3f naive %.3f adaptive %.3f",
-                name,
-                details["clean_acc"][name],
-                details["naive"][name],
-                details["adaptive"][name],
-            )
+        with ctx.final_evaluation():  # every model is built: attack the test examples
+            for name, model in models.items():
+                details["clean_acc"][name] = accuracy(model, x_ev, y_ev, device=ctx.device)
+                kinds = [("naive", naive)]
+                if name in OBFUSCATING:
+                    kinds.append(("adaptive", adaptive(name)))
+                for kind, make in kinds:
+                    atk = make(model, cfg.eps, cfg.pgd_steps, cfg.pgd_alpha, f"{name}/{kind}")
+                    adv = atk(x_ev, y_ev)
+                    details[kind][name] = accuracy(model, adv, y_ev, device=ctx.device)
+                    curve = []
+                    for e in cfg.eps_curve:
+                        alpha = 2.5 * e / cfg.curve_steps
+                        a = make(model, e, cfg.curve_steps, alpha, f"{name}/{e}")
+                        curve.append(accuracy(model, a(x_cu, y_cu), y_cu, device=ctx.device))
+                    details["curves"].setdefault(name, {})[kind] = curve
+                if name not in OBFUSCATING:  # nothing masked: the adaptive attack is the naive one
+                    details["adaptive"][name] = details["naive"][name]
+                    details["curves"][name]["adaptive"] = details["curves"][name]["naive"]
+                log.info(
+                    "%s: clean %.3f naive %.3f adaptive %.3f",
+                    name,
+                    details["clean_acc"][name],
+                    details["naive"][name],
+                    details["adaptive"][name],
+                )
         t_attack = time.perf_counter() - t0 - t_train
 
         measured["defense.undefended.pgd.robust_acc"] = details["adaptive"]["undefended"]
@@ -397,11 +418,12 @@ class ObfuscatedGradientsExperiment(Experiment):
         diag_cfg = cfg.diag if cfg.diag.eps == cfg.eps else _with_eps(cfg.diag, cfg.eps)
         x_dg, y_dg = x_ev[: cfg.n_diag], y_ev[: cfg.n_diag]
         details["diagnostics"] = {}
-        for name, model in models.items():
-            report = diagnose(model, x_dg, y_dg, config=diag_cfg, generator=gen("diag", name))
-            measured[f"diagnostics.{name}.flagged"] = report.any_flagged
-            details["diagnostics"][name] = report.to_dict()
-            log.info("diagnostics %s: %s", name, report.flagged or "none")
+        with ctx.final_evaluation():  # the checklist probes the models on test examples
+            for name, model in models.items():
+                report = diagnose(model, x_dg, y_dg, config=diag_cfg, generator=gen("diag", name))
+                measured[f"diagnostics.{name}.flagged"] = report.any_flagged
+                details["diagnostics"][name] = report.to_dict()
+                log.info("diagnostics %s: %s", name, report.flagged or "none")
         t_diag = time.perf_counter() - t0 - t_train - t_attack
         details["seconds"] = {"train": t_train, "attacks": t_attack, "diagnostics": t_diag}
 

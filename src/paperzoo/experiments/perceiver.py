@@ -125,19 +125,32 @@ CONFIGS = {
     ),
 }
 
+# Every scale runs digits (full: the 60,000 MNIST digits), not the paper's ImageNet, so the full
+# targets of the findings are the paper's orderings, not its ImageNet accuracies (78.0 %; the
+# ResNet-50's 38.2-point drop), which a digit task does not reproduce.
 CLAIMS = (
+    # A check: with the same initialisation and batches, attention sums over the inputs, so a
+    # joint permutation of pixels and positions changes nothing but float summation order.
     ClaimSpec(
         "permuted.perceiver.acc_gap",
         "Perceiver trained and tested on pixels under a fixed random permutation, with the Fourier "
         "positions permuted with them: |test acc (permuted) - test acc (raster order)|",
         paper="78.0 vs 78.0 % (0.0)",
         target="<= 0.01",
+        kind="check",
     ),
     ClaimSpec(
         "permuted.convnet.acc_drop",
         "ConvNet trained the same way loses accuracy on permuted pixels: "
         "test acc (raster order) - test acc (permuted)",
         paper="ResNet-50 77.6 -> 39.4 % (38.2)",
+        target="> 0",
+    ),
+    ClaimSpec(
+        "permuted.perceiver_vs_convnet.test_acc",
+        "On permuted pixels the Perceiver beats the ConvNet trained the same way: test acc of the "
+        "Perceiver (positions permuted with the pixels) - test acc of the ConvNet",
+        paper="ImageNet 78.0 vs 39.4 % (38.6)",
         target="> 0",
     ),
     ClaimSpec(
@@ -148,18 +161,22 @@ CLAIMS = (
         target="reported",
         kind="check",
     ),
+    # The paper has no digit number (ImageNet raster: 78.0 %); the full target keeps the quick
+    # bar until a full-scale digit target is fixed from a source, not from our runs.
     ClaimSpec(
         "mnist.perceiver.test_acc",
         "Perceiver test accuracy on digits in raster order",
         paper=None,
         target=">= 0.90",
     ),
+    # A check: holds for any weights (attention sums over the inputs).
     ClaimSpec(
         "permuted.perceiver.invariant",
         "The raster-trained Perceiver's logits are unchanged (max abs difference <= 1e-4) when test "
         "pixels and their positions are permuted jointly",
         paper="exact (by construction)",
         target="is true",
+        kind="check",
     ),
     ClaimSpec(
         "mnist.convnet.test_acc",
@@ -181,6 +198,7 @@ CLAIMS = (
         "latent Transformer, 64 Fourier bands) with the paper's weight sharing",
         paper=44.9e6,
         target="within 2% of 44.9e6",
+        kind="check",
     ),
     ClaimSpec(
         "params.imagenet_config_unshared",
@@ -238,6 +256,8 @@ class PerceiverExperiment(Experiment):
         if cfg.standardize:  # one mean and std over all training pixels (as for ImageNet inputs)
             mean, std = x_train.mean(), x_train.std()
             x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
+        # Test data (standardised with training statistics): the final evaluation reads them.
+        x_test, y_test = ctx.holdout(x_test, "x_test"), ctx.holdout(split.y_test, "y_test")
         g = ctx.generator("pixel-permutation")
         perm = torch.randperm(h * w, generator=g)  # one fixed permutation for every image
 
@@ -258,6 +278,7 @@ class PerceiverExperiment(Experiment):
         acc: dict[str, float] = {}
         params: dict[str, int] = {}
         models: dict[str, nn.Module] = {}
+        test_inputs: dict[str, Tensor] = {}  # each model's test inputs, for the final evaluation
 
         def train(
             key: str, model: nn.Module, to_input: Callable[[Tensor], Tensor], order: str
@@ -291,11 +312,9 @@ class PerceiverExperiment(Experiment):
                 out_dir=ctx.out_dir / "runs" / key,
             )
             trainer.fit((xtr_in, split.y_train))
-            logits = predict(model, xte_in, device=ctx.device)
-            acc[key] = (logits.argmax(1) == split.y_test).float().mean().item()
             params[key] = count_params(model)
             models[key] = model
-            log.info("%s: test accuracy %.4f (%d parameters)", key, acc[key], params[key])
+            test_inputs[key] = xte_in
 
         def as_set(x: Tensor) -> Tensor:
             return rearrange(x, "n c h w -> n (h w) c")  # (N, M, C), rows in raster order
@@ -330,27 +349,34 @@ class PerceiverExperiment(Experiment):
                 )
             train(f"mlp_{order}", mlp, lambda x: x, order)
 
-        # Exact invariance: the raster-trained Perceiver on jointly permuted test pixels + positions.
         raster_model = models["perceiver_raster"]
         assert isinstance(raster_model, _WithPositions)
-        xte = as_set(x_test)
-        base = predict(raster_model, xte, device=ctx.device)
-        jointly = predict(
-            _WithPositions(raster_model.model, grid_pos[perm]), xte[:, perm], device=ctx.device
-        )
-        max_diff = (base - jointly).abs().max().item()
+        with ctx.final_evaluation():  # every model is trained: the test numbers
+            for key, model in models.items():
+                logits = predict(model, test_inputs[key], device=ctx.device)
+                acc[key] = (logits.argmax(1) == y_test).float().mean().item()
+                log.info("%s: test accuracy %.4f (%d parameters)", key, acc[key], params[key])
+            # Exact invariance: the raster-trained Perceiver on jointly permuted test pixels +
+            # positions.
+            xte = as_set(x_test)
+            base = predict(raster_model, xte, device=ctx.device)
+            jointly = predict(
+                _WithPositions(raster_model.model, grid_pos[perm]), xte[:, perm], device=ctx.device
+            )
+            max_diff = (base - jointly).abs().max().item()
+            attention_fig = self._attention_figure(models, x_test, perm, cfg, ctx)
 
         with torch.device("meta"):  # count without allocating 326M parameters
             n_shared = count_params(Perceiver(config=IMAGENET))
             n_unshared = count_params(Perceiver(config=replace(IMAGENET, share_weights=False)))
 
-        figures = [
-            self._bar_chart(acc, ctx),
-            self._attention_figure(models, x_test, perm, cfg, ctx),
-        ]
+        figures = [self._bar_chart(acc, ctx), attention_fig]
         measured = {
             "permuted.perceiver.acc_gap": abs(acc["perceiver_permuted"] - acc["perceiver_raster"]),
             "permuted.convnet.acc_drop": acc["convnet_raster"] - acc["convnet_permuted"],
+            "permuted.perceiver_vs_convnet.test_acc": (
+                acc["perceiver_permuted"] - acc["convnet_permuted"]
+            ),
             "permuted.perceiver_raster_positions.acc": acc["perceiver_permuted_raster_pos"],
             "mnist.perceiver.test_acc": acc["perceiver_raster"],
             "permuted.perceiver.invariant": bool(max_diff <= 1e-4),

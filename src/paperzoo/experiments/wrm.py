@@ -115,15 +115,17 @@ _CLAIMS = (
     ClaimSpec(
         "mnist.wrm_vs_adv.pgm_l2_error",
         "WRM's error minus the best of FGM/IFGM/PGM training under l2 PGM attacks, averaged "
-        "over budgets eps/C2 <= 0.1 (below or comparable: at most 0.02 worse)",
+        "over budgets eps/C2 <= 0.1 (quick: below or comparable, at most 0.02 worse; full: the "
+        "paper's ordering, WRM best at small budgets)",
         "<= 0 (Fig. 3)",
-        "<= 0.02",
+        {"quick": "<= 0.02", "full": "<= 0"},
     ),
     ClaimSpec(
         "mnist.clean_acc.min",
-        "lowest clean test accuracy among the ERM, FGM, IFGM, PGM and WRM networks",
+        "lowest clean test accuracy among the ERM, FGM, IFGM, PGM and WRM networks (full: the "
+        "paper's ~99 % at eps 0 in Fig. 3, tolerance 1 point)",
         "~0.99",
-        ">= 0.95",
+        {"quick": ">= 0.95", "full": ">= 0.98"},
     ),
 )
 
@@ -294,7 +296,7 @@ class WRMExperiment(Experiment):
         name = self.dataset_name(ctx)
         assert name is not None
         split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
-        split = split.subset(cfg.mnist_n_train, cfg.mnist_n_test)
+        split = ctx.holdout(split.subset(cfg.mnist_n_train, cfg.mnist_n_test), "MNIST test")
         mn = self._mnist(cfg, ctx, split)
         measured.update(mn["measured"])
         details["mnist"] = mn["details"]
@@ -311,6 +313,7 @@ class WRMExperiment(Experiment):
     def _spheres(self, cfg: WRMConfig, ctx: RunContext) -> dict[str, Any]:
         xtr, ytr = make_spheres(cfg.spheres_n_train, generator=ctx.generator("spheres", "train"))
         xte, yte = make_spheres(cfg.spheres_n_test, generator=ctx.generator("spheres", "test"))
+        xte, yte = ctx.holdout(xte, "spheres x_test"), ctx.holdout(yte, "spheres y_test")
         gamma = cfg.spheres_gamma
         models: dict[str, nn.Module] = {}
         eps = float("nan")
@@ -333,21 +336,22 @@ class WRMExperiment(Experiment):
                 )
                 eps = math.sqrt(surrogate.rho)  # paper: eps^2 = rho_hat_n(theta_WRM)
 
-        lim = float(max(xtr.abs().max(), xte.abs().max())) + 0.5
-        per_point = {
-            k: boundary_distances(m, xtr, lim=lim, grid=cfg.grid) for k, m in models.items()
-        }
-        dist = {k: d.min().item() for k, d in per_point.items()}
-        dist_by_class = {
-            k: {"inner": d[ytr == 0].min().item(), "outer": d[ytr == 1].min().item()}
-            for k, d in per_point.items()
-        }
-        acc = {k: accuracy(m, xte, yte) for k, m in models.items()}
-        gammas = [gamma * f for f in cfg.cert_gammas]
-        check = check_certificate(
-            models["wrm"], xtr, ytr, xte, yte, gamma=gamma, gammas=gammas,
-            steps=cfg.cert_steps, batch_size=5000,
-        )  # fmt: skip
+        with ctx.final_evaluation():  # every model is trained: the measurements
+            lim = float(max(xtr.abs().max(), xte.abs().max())) + 0.5  # boundary grid window
+            per_point = {
+                k: boundary_distances(m, xtr, lim=lim, grid=cfg.grid) for k, m in models.items()
+            }
+            dist = {k: d.min().item() for k, d in per_point.items()}
+            dist_by_class = {
+                k: {"inner": d[ytr == 0].min().item(), "outer": d[ytr == 1].min().item()}
+                for k, d in per_point.items()
+            }
+            acc = {k: accuracy(m, xte, yte) for k, m in models.items()}
+            gammas = [gamma * f for f in cfg.cert_gammas]
+            check = check_certificate(
+                models["wrm"], xtr, ytr, xte, yte, gamma=gamma, gammas=gammas,
+                steps=cfg.cert_steps, batch_size=5000,
+            )  # fmt: skip
         raw_margin = [m - check.error for m in check.margin]
         measured = {
             "spheres.certificate.upper_bounds_test_worst_case": check.min_margin,
@@ -423,13 +427,14 @@ class WRMExperiment(Experiment):
                 eps = math.sqrt(surrogate.rho)  # match the baselines' budget to WRM's
                 wrm_report = surrogate.to_dict()
 
-        acc = {k: accuracy(m, split.x_test, split.y_test) for k, m in models.items()}
-        xa, ya = split.x_test[: cfg.attack_n], split.y_test[: cfg.attack_n]
-        budgets = [r * c2 for r in cfg.attack_budgets]
-        errors = {
-            k: pgm_errors(m, xa, ya, budgets=budgets, steps=cfg.attack_steps)
-            for k, m in models.items()
-        }
+        with ctx.final_evaluation():  # every model is trained: clean and attacked test error
+            acc = {k: accuracy(m, split.x_test, split.y_test) for k, m in models.items()}
+            xa, ya = split.x_test[: cfg.attack_n], split.y_test[: cfg.attack_n]
+            budgets = [r * c2 for r in cfg.attack_budgets]
+            errors = {
+                k: pgm_errors(m, xa, ya, budgets=budgets, steps=cfg.attack_steps)
+                for k, m in models.items()
+            }
         small = [i for i, r in enumerate(cfg.attack_budgets) if r <= 0.1 + 1e-9]
 
         def avg(k: str) -> float:
