@@ -20,15 +20,16 @@ The reproduction runs the same pipeline:
    i mod N == K (a Slurm array or Kubernetes indexed job), and under ``torchrun`` each rank takes
    every world_size-th item of that slice; ``paperzoo merge DIR... --out OUT`` combines the slices;
 4. the sanity claims use the ground-truth and random codes; the study's claims are the Spearman
-   correlations over the trained VAEs, reported with the number of models.
+   correlations over the trained VAEs (findings for BetaVAE, FactorVAE and DCI; see above).
 
 Deviations at ``quick`` scale (CPU minutes instead of thousands of GPU hours): 6 VAEs (one per
 method) trained for a few hundred steps on 16 x 16 images of the quantized factor grid (the
 puzzles' grid, 4,320 factor combinations) instead of 180 per data set for 300k steps at 64 x 64;
 metrics on fewer samples (DCI's boosted trees with 20 stages), a FactorVAE discriminator of width
 256, one small WReN (edge MLP 3 x 64, graph MLP 64) per representation trained for 600 steps on a
-pool of 2,000 pre-encoded puzzles. With 6 models the correlations are reported, not tested; ``full``
-runs the study's grid and settings.
+pool of 2,000 pre-encoded puzzles. With 6 models the correlations are noise: the study's findings
+(BetaVAE / FactorVAE / DCI correlations positive and above reconstruction's) are judged but are
+not expected to hold at quick scale; ``full`` runs the study's grid and settings.
 """
 
 from __future__ import annotations
