@@ -7,13 +7,16 @@ one of these symptoms when probed with *standard* attacks (no BPDA, no EOT):
 1. ``one_step_beats_iterative``: a single FGSM step succeeds more often than iterative PGD.
 2. ``black_box_beats_white_box``: a gradient-free attack (SPSA) beats white-box PGD.
 3. ``unbounded_attack_fails``: PGD with an unbounded budget does not reach ~100 % success.
-4. ``random_sampling_finds_adversarial``: random points in the eps-ball fool the model where PGD
-   did not.
+4. ``random_sampling_finds_adversarial``: random points in the eps-ball fool the model on examples
+   where PGD did not. The paper's sign is that such examples exist; here it fires when they are
+   more than ``margin`` of *all* the examples probed (``random_only_fraction``), not of the
+   examples PGD failed on.
 5. ``eps_does_not_increase_success``: success falls as eps grows, or plateaus short of 100 %.
 
 ``diagnose(model, x, y, config=...)`` runs the probes and returns one ``SignVerdict`` per sign with
 the evidence (success rates) behind it. Success is the fraction of examples misclassified after
-the attack (randomised defences are evaluated with one fresh draw, as they would be deployed).
+the attack (randomised defences are evaluated with one fresh draw, as they would be deployed, so
+on them the per-example comparison of sign 4 also counts disagreements between draws).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from paperzoo.adversarial.attacks import FGSM, PGD, SPSA, Attack, RandomNoise
+from paperzoo.adversarial.attacks.base import eval_mode
 
 log = logging.getLogger(__name__)
 
@@ -89,16 +93,11 @@ class DiagnosticsReport:
 
 def success_rate(model: nn.Module, x_adv: Tensor, y: Tensor, *, batch_size: int = 500) -> float:
     """Fraction of ``x_adv`` that ``model`` misclassifies (eval mode; one forward pass)."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            wrong = [
-                (model(x_adv[i : i + batch_size]).argmax(1) != y[i : i + batch_size]).float()
-                for i in range(0, len(x_adv), batch_size)
-            ]
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.no_grad():
+        wrong = [
+            (model(x_adv[i : i + batch_size]).argmax(1) != y[i : i + batch_size]).float()
+            for i in range(0, len(x_adv), batch_size)
+        ]
     return torch.cat(wrong).mean().item()
 
 
@@ -155,6 +154,7 @@ def diagnose(
     x_rand = RandomNoise(model, eps=c.eps, samples=c.random_samples, generator=g)(x, y)
     rand_wrong = _wrong(model, x_rand, y)
     rand = rand_wrong.float().mean().item()
+    # Examples random sampling fooled and PGD did not, as a fraction of all examples.
     rand_only = (rand_wrong & ~pgd_wrong).float().mean().item()
     eps_grid = [min(m * c.eps, c.unbounded_eps) for m in c.eps_multipliers]
     curve = [pgd if e == c.eps else succ(white_box(e)) for e in eps_grid]
@@ -207,10 +207,6 @@ def diagnose(
 
 
 def _wrong(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            return model(x).argmax(1) != y
-    finally:
-        model.train(was_training)
+    """Per example: ``model`` misclassifies ``x`` (eval mode, one forward pass: one fresh draw)."""
+    with eval_mode(model), torch.no_grad():
+        return model(x).argmax(1) != y

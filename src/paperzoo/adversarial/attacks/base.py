@@ -9,14 +9,17 @@ Every gradient an attack uses comes from ``Attack.loss_and_grad``. Wrappers that
 gradients are obtained (``EOT`` averages them over the defence's randomness, ``BPDA`` takes them
 through a differentiable approximation of a preprocessing step) override that single method, and
 run the wrapped attack's algorithm with their own gradient oracle (see ``AttackWrapper``).
+``Reparameterized`` changes the space the algorithm runs in; wrappers around it are carried into
+that space (``Attack.run_with``), so every order of the three composes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -102,6 +105,23 @@ def random_in_ball(
     return (z * (eps * r).view(-1, *([1] * (len(shape) - 1)))).to(dev)
 
 
+@contextlib.contextmanager
+def eval_mode(*modules: nn.Module) -> Iterator[None]:
+    """Every module in eval mode inside the block; afterwards each submodule gets back its own mode.
+
+    Restoring per submodule (not ``model.train(was_training)``) keeps a caller's mixed modes, e.g.
+    a frozen BatchNorm inside a model in training mode.
+    """
+    saved = [(m, m.training) for top in modules for m in top.modules()]
+    for top in modules:
+        top.eval()
+    try:
+        yield
+    finally:
+        for m, mode in saved:
+            m.training = mode
+
+
 def unwrap_model(model: nn.Module) -> nn.Module:
     """The module inside a DistributedDataParallel / torch.compile wrapper (attacks need no sync)."""
     if isinstance(model, nn.parallel.DistributedDataParallel):
@@ -143,17 +163,29 @@ class Attack(ABC):
         """
         if len(x) != len(y):
             raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(*self.models()):
             x_adv = self.perturb(x.detach(), y.detach())
-        finally:
-            self.model.train(was_training)
         return self.clamp(x_adv.detach())
 
     @abstractmethod
     def perturb(self, x: Tensor, y: Tensor) -> Tensor:
         """The attack algorithm (the model is already in eval mode)."""
+
+    def models(self) -> list[nn.Module]:
+        """Every module this attack runs; ``__call__`` puts them in eval mode and restores them."""
+        return [self.model]
+
+    def run_with(self, oracle: Attack, x: Tensor, y: Tensor) -> Tensor:
+        """Run this attack's algorithm with ``oracle``'s ``loss_and_grad`` and ``evaluate``.
+
+        This is how a wrapper (the ``oracle``) runs the attack it wraps: a shallow copy of the
+        algorithm whose gradient oracle is the wrapper's. Wrappers pass the call down to the
+        attack they wrap; ``Reparameterized`` carries the oracle's wrappers into z-space.
+        """
+        runner = copy.copy(self)
+        runner.loss_and_grad = oracle.loss_and_grad  # type: ignore[method-assign]
+        runner.evaluate = oracle.evaluate  # type: ignore[method-assign]
+        return runner.perturb(x, y)
 
     def clamp(self, x: Tensor) -> Tensor:
         """``x`` clamped to the valid input range (unchanged when ``clip`` is None)."""
@@ -191,7 +223,11 @@ class Attack(ABC):
         return self.loss_fn(logits, y), logits.argmax(1) != y
 
     def with_model(self, model: nn.Module) -> Attack:
-        """A shallow copy of this attack aimed at ``model`` (wrappers re-aim what they wrap)."""
+        """This attack aimed at ``model``, with every setting it was given (a shallow copy here).
+
+        Wrappers re-aim what they wrap and rebuild what they derived from the old model (BPDA's
+        surrogate, Reparameterized's latent model), keeping the arguments passed explicitly.
+        """
         other = copy.copy(self)
         other.model = model
         return other
@@ -203,10 +239,11 @@ class Attack(ABC):
 class AttackWrapper(Attack):
     """An attack that runs another attack's algorithm with a different gradient oracle.
 
-    Subclasses override ``loss_and_grad`` in terms of ``self.attack.loss_and_grad``. ``perturb``
-    finds the innermost (algorithmic) attack and runs a shallow copy of it whose
-    ``loss_and_grad`` is this wrapper's, so wrappers compose in any order:
-    ``EOT(BPDA(PGD(...)))`` averages BPDA gradients; ``BPDA(EOT(PGD(...)))`` likewise.
+    Subclasses override ``loss_and_grad`` (and ``evaluate``) in terms of the wrapped attack's.
+    ``perturb`` hands this wrapper to the wrapped attack's ``run_with``, which passes it down the
+    chain to the innermost (algorithmic) attack; that runs with this wrapper's oracle. So
+    wrappers compose in any order: ``EOT(BPDA(PGD(...)))`` averages BPDA gradients, and so does
+    ``BPDA(EOT(PGD(...)))``; around a ``Reparameterized`` they act in its z-space.
     """
 
     def __init__(self, attack: Attack) -> None:
@@ -216,19 +253,19 @@ class AttackWrapper(Attack):
         self.attack = attack
 
     def perturb(self, x: Tensor, y: Tensor) -> Tensor:
-        base = self.attack
-        while isinstance(base, AttackWrapper):
-            base = base.attack
-        runner = copy.copy(base)
-        runner.loss_and_grad = self.loss_and_grad  # type: ignore[method-assign]
-        runner.evaluate = self.evaluate  # type: ignore[method-assign]
-        return runner.perturb(x, y)
+        return self.attack.run_with(self, x, y)
+
+    def run_with(self, oracle: Attack, x: Tensor, y: Tensor) -> Tensor:
+        return self.attack.run_with(oracle, x, y)
 
     def loss_and_grad(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         return self.attack.loss_and_grad(x, y)
 
     def evaluate(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         return self.attack.evaluate(x, y)
+
+    def models(self) -> list[nn.Module]:
+        return [self.model, *self.attack.models()]
 
     def with_model(self, model: nn.Module) -> Attack:
         other = copy.copy(self)
@@ -238,3 +275,33 @@ class AttackWrapper(Attack):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.attack!r})"
+
+
+def innermost(attack: Attack) -> Attack:
+    """The attack at the bottom of a chain of wrappers (``attack`` itself if it is no wrapper)."""
+    while isinstance(attack, AttackWrapper):
+        attack = attack.attack
+    return attack
+
+
+def rebase(
+    attack: Attack, model: nn.Module, *, stop: Attack | None = None, tail: Attack | None = None
+) -> Attack:
+    """A copy of the wrapper chain ``attack`` aimed at ``model``, with no input box (``clip=None``).
+
+    Each wrapper is copied with its settings and the innermost attack is re-aimed with
+    ``with_model``; when the walk down the chain reaches ``stop`` it is replaced by ``tail``
+    instead. ``Reparameterized`` builds its z-space attack this way.
+    """
+    if attack is stop and tail is not None:
+        return tail
+    other: Attack
+    if isinstance(attack, AttackWrapper):
+        wrapper = copy.copy(attack)
+        wrapper.attack = rebase(attack.attack, model, stop=stop, tail=tail)
+        other = wrapper
+    else:
+        other = attack.with_model(model)
+    other.model = model
+    other.clip = None
+    return other

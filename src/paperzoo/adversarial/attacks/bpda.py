@@ -89,13 +89,17 @@ class BPDA(AttackWrapper):
     The defended model ``attack.model`` must expose ``transform`` (the non-differentiable
     preprocessing) and ``classifier`` (as ``InputTransformDefense`` does), or pass them here.
     Forward passes are exact; only gradients change. Works with any gradient attack and any
-    wrapper (``EOT(BPDA(...))`` handles randomised non-differentiable defences).
+    wrapper (``EOT(BPDA(...))`` handles randomised non-differentiable defences; with
+    ``Reparameterized`` in either order the z-space model is ``classifier(bpda(h(z)))``).
 
     Args:
         attack: the attack to run (aimed at the defended model).
         approx: the smooth ``h ~= transform``; ``None`` is the identity (the common case). A
             transform may also provide ``transform.bpda_approx``, used when ``approx`` is None.
         transform, classifier: override the parts found on ``attack.model``.
+
+    ``with_model`` keeps the arguments passed explicitly and finds the rest (including a
+    ``bpda_approx``) on the new model.
     """
 
     def __init__(
@@ -107,23 +111,35 @@ class BPDA(AttackWrapper):
         classifier: nn.Module | None = None,
     ) -> None:
         defended = attack.model
-        transform = transform if transform is not None else getattr(defended, "transform", None)
-        classifier = classifier if classifier is not None else getattr(defended, "classifier", None)
-        if transform is None or classifier is None:
+        found_transform = (
+            transform if transform is not None else getattr(defended, "transform", None)
+        )
+        found_classifier = (
+            classifier if classifier is not None else getattr(defended, "classifier", None)
+        )
+        if found_transform is None or found_classifier is None:
             raise ValueError(
                 "BPDA needs the defence's preprocessing and classifier: aim the attack at a model "
                 "with .transform and .classifier (e.g. InputTransformDefense) or pass both"
             )
-        if approx is None:
-            approx = getattr(transform, "bpda_approx", None)
         super().__init__(attack)
-        self.approx, self._transform, self._classifier = approx, transform, classifier
-        self.surrogate = BPDAModel(transform=transform, classifier=classifier, approx=approx)
+        # The arguments as given (None: found on the model), so with_model can find them again.
+        self.explicit: dict[str, Any] = {
+            "approx": approx,
+            "transform": transform,
+            "classifier": classifier,
+        }
+        self.approx = (
+            approx if approx is not None else getattr(found_transform, "bpda_approx", None)
+        )
+        self.surrogate = BPDAModel(
+            transform=found_transform, classifier=found_classifier, approx=self.approx
+        )
         self._original = attack
         self.attack = attack.with_model(self.surrogate)
 
     def with_model(self, model: nn.Module) -> Attack:
-        return BPDA(self._original.with_model(model), approx=self.approx)
+        return BPDA(self._original.with_model(model), **self.explicit)
 
     def __repr__(self) -> str:
         name = getattr(self.approx, "__name__", type(self.approx).__name__)
