@@ -123,6 +123,9 @@ def test_mode_restored_detached_and_clip_box() -> None:
     zb, rep = boxed.maximize(x, y)
     assert zb.min() >= 0 and zb.max() <= 1 and net.training
     assert torch.isfinite(rep.grad_norm).all()
+    net[2].eval()  # a caller's mixed modes (a frozen layer in a training net) survive the ascent
+    boxed.maximize(x, y)
+    assert net.training and net[1].training and not net[2].training
 
 
 def test_wrm_training_step_reaches_every_parameter() -> None:

@@ -12,9 +12,10 @@ Four defences, one of each obfuscation kind the paper breaks, plus the two refer
 * the undefended classifier and PGD adversarial training (Madry et al.), the defence that holds.
 
 Each defence is attacked twice under l_inf eps = 0.3 (the MNIST budget of Madry et al. and of the
-issue): a *naive* PGD that differentiates the defended model as implemented (what the defences'
-own evaluations did, one sample of the randomness per gradient), and the *adaptive* attack of the
-paper (the same PGD behind BPDA or EOT). Robust accuracy is evaluated with a fresh draw of the
+issue): a *naive* PGD that differentiates the defended model as implemented, with a fresh draw of the
+randomness at every step (not what Xie et al. evaluated: they froze the randomness, one draw or a
+fixed set per attack; see docs/obfuscated-gradients.md), and the *adaptive* attack of the paper
+(the same PGD behind BPDA or EOT). Robust accuracy is evaluated with a fresh draw of the
 defence's randomness. The warning-sign checklist (Sec. 3.1, ``paperzoo.adversarial.diagnostics``)
 is run on every model with naive attacks.
 

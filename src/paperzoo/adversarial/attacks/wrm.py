@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from paperzoo.adversarial.attacks.base import Attack
+from paperzoo.adversarial.attacks.base import Attack, eval_mode
 
 log = logging.getLogger(__name__)
 
@@ -316,9 +316,7 @@ class WRM(Attack):
         """
         if len(x) != len(y):
             raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(self.model):  # restores each submodule's own mode afterwards
             z, rep = wrm_ascent(
                 self.loss_and_grad,
                 x.detach(),
@@ -329,8 +327,6 @@ class WRM(Attack):
                 clip=self.clip,
                 report=True,
             )
-        finally:
-            self.model.train(was_training)
         assert rep is not None
         self.last_report = rep
         return z, rep
