@@ -233,3 +233,23 @@ def test_missing_test_split_holds_out_part_of_the_training_file(tmp_path: Path) 
     task = babi.load_official("eulerian", tmp_path)  # the sample layout: seq/train only
     assert (len(task.train), len(task.test)) == (4, 2)
     assert "held out" in task.source
+
+
+@pytest.mark.parametrize("name", list(babi.TASKS))
+def test_format_graphs_is_the_loaders_inverse(name: str, tmp_path: Path) -> None:
+    task = babi.generate_task(name, n_train=4, n_test=2, seed=3)
+    path = tmp_path / "graphs.txt"
+    path.write_text(babi.format_graphs(task.train, kind=task.kind))
+    assert tuple(babi.read_graphs_file(path, kind=task.kind)) == task.train
+
+
+def test_require_fold_refuses_the_single_fold_layout(tmp_path: Path) -> None:
+    # The single-fold layout answers any fold number; a request for fold 2 must not read it.
+    if not SAMPLE.is_dir():
+        pytest.skip(f"{SAMPLE} (the official sample) is not here")
+    assert babi.official_dirs(SAMPLE, "babi15", fold=2)[0] == SAMPLE / "train"
+    with pytest.raises(DataError, match="processed_2"):
+        babi.official_dirs(SAMPLE, "babi15", fold=2, require_fold=True)
+    assert babi.official_dirs(FIXTURES, "eulerian", fold=1, require_fold=True)[0].parts[-3] == (
+        "fold_1"
+    )

@@ -213,8 +213,36 @@ def read_dictionary(path: str | Path) -> dict[str, int]:
     return out
 
 
-def official_dirs(root: str | Path, name: str, *, fold: int = 1) -> tuple[Path, Path]:
-    """(train_dir, test_dir) of task ``name`` under ``root`` (official or single-fold layout)."""
+def format_graphs(graphs: Sequence[SymbolicGraph], *, kind: str) -> str:
+    """The official ``N_graphs.txt`` text of ``graphs`` (1-based ids): ``read_graphs_file``'s
+    inverse, for writing fixtures or folds of generated data in the official layout."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    blocks = []
+    for g in graphs:
+        lines = [f"{s + 1} {t + 1} {d + 1}" for s, t, d in g.edges]
+        for q in g.questions:
+            nums = (q.qtype, *q.args, *q.answer)
+            lines.append("? " + " ".join(str(v + 1) for v in nums))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def official_dirs(
+    root: str | Path, name: str, *, fold: int = 1, require_fold: bool = False
+) -> tuple[Path, Path]:
+    """(train_dir, test_dir) of task ``name`` under ``root`` (official or single-fold layout).
+
+    Args:
+        root: the data root.
+        name: the task (``babi15``, ``eulerian``, ...).
+        fold: the official fold K: ``processed_K/`` or ``extra_seq_tasks/fold_K/noisy_parsed/``.
+        require_fold: accept only fold K's own directory, not the single-fold layout
+            (``root/{train,test}``, ``root/seq/``) that would read the same files for every K.
+
+    Raises:
+        DataError: no such directory, or no file of the task in it.
+    """
     root, spec = Path(root), task_spec(name)
     if spec.sequence_file:
         candidates = [
@@ -223,6 +251,14 @@ def official_dirs(root: str | Path, name: str, *, fold: int = 1) -> tuple[Path, 
         ]
     else:
         candidates = [root / f"processed_{fold}", root]
+    if require_fold:
+        if not candidates[0].is_dir():
+            raise DataError(
+                f"fold {fold} of task {name}: no directory {candidates[0]} "
+                f"(each fold K is read from {root / 'processed_K'} and "
+                f"{root / 'extra_seq_tasks' / 'fold_K' / 'noisy_parsed'})"
+            )
+        candidates = candidates[:1]
     for base in candidates:
         if (base / "train" / f"{spec.file_id}_graphs.txt").is_file():
             return base / "train", base / "test"
@@ -232,14 +268,18 @@ def official_dirs(root: str | Path, name: str, *, fold: int = 1) -> tuple[Path, 
     )
 
 
-def load_official(name: str, root: str | Path, *, fold: int = 1) -> BabiTask:
+def load_official(
+    name: str, root: str | Path, *, fold: int = 1, require_fold: bool = False
+) -> BabiTask:
     """Load task ``name`` from the official symbolic files under ``root`` (fold ``fold``).
+
+    ``require_fold`` reads only fold ``fold``'s own directory (see ``official_dirs``).
 
     Raises:
         DataError: missing files or malformed lines (with file and line number).
     """
     spec = task_spec(name)
-    train_dir, test_dir = official_dirs(root, name, fold=fold)
+    train_dir, test_dir = official_dirs(root, name, fold=fold, require_fold=require_fold)
     test_file = test_dir / f"{spec.file_id}_graphs.txt"
     train = read_graphs_file(train_dir / f"{spec.file_id}_graphs.txt", kind=spec.kind)
     source = str(train_dir.parent)

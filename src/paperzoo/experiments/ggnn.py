@@ -419,9 +419,23 @@ class GGNNExperiment(Experiment):
     }
 
     # -- data ------------------------------------------------------------------------------
+    def _folds(self, cfg: GGNNConfig, ctx: RunContext) -> list[int]:
+        """The folds to run: the official folds K (``--folds``, else ``--fold``) under
+        ``--data-root``; else the indices of ``max(seeds, baseline_seeds)`` generated folds."""
+        if ctx.data_root is None:
+            return list(range(max(cfg.seeds, cfg.baseline_seeds)))
+        return list(ctx.folds or (ctx.fold,))
+
+    def _check_folds(self, tasks: list[str], folds: list[int], ctx: RunContext) -> None:
+        """Fail before any training when a requested official fold's directory is missing."""
+        if ctx.data_root is not None:
+            for k in folds:
+                for name in tasks:
+                    babi.official_dirs(ctx.data_root, name, fold=k, require_fold=bool(ctx.folds))
+
     def _task(self, name: str, cfg: GGNNConfig, ctx: RunContext, fold: int) -> babi.BabiTask:
-        if ctx.data_root is not None:  # the official files: one fold, resampled subsets
-            task = babi.load_official(name, ctx.data_root, fold=ctx.fold)
+        if ctx.data_root is not None:  # the official files of fold K
+            task = babi.load_official(name, ctx.data_root, fold=fold, require_fold=bool(ctx.folds))
             test = task.test[: cfg.n_test]
         else:
             n_train = self._setting(name, cfg).n_train if name in cfg.tasks else 0
@@ -615,24 +629,28 @@ class GGNNExperiment(Experiment):
 
     # -- run -------------------------------------------------------------------------------
     def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
-        folds = range(max(cfg.seeds, cfg.baseline_seeds))
+        folds = self._folds(cfg, ctx)
+        official = ctx.data_root is not None
         tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=ALL_TASKS.index)
+        self._check_folds(tasks, folds, ctx)
         ggnn: dict[str, list[dict[str, Any]]] = {t: [] for t in cfg.tasks}
         base: dict[str, dict[str, list[float]]] = {c: {} for c in cfg.baseline_cells}
         data: list[DataInfo] = []
         cpu: dict[str, float] = {}
         for name in tasks:
             start = time.process_time()
-            first = None  # fold 0's task, described in the data record once its models are final
-            for fold in folds:
+            first = None  # the first fold's task, described in the data record at the end
+            for i, fold in enumerate(folds):
                 task = self._task(name, cfg, ctx, fold)
-                if fold == 0:
+                if i == 0:
                     first = task
-                if name in cfg.tasks and fold < cfg.seeds:
+                # Official folds: the GG-NN runs on every fold asked for; generated: cfg.seeds.
+                if name in cfg.tasks and (official or i < cfg.seeds):
                     res = self._run_graph_model(name, cfg, ctx, fold, task)
+                    res["fold"], res["source"] = fold, task.source
                     ggnn[name].append(res)
                     log.info("%s fold %d: test accuracy %.4f", name, fold, res["test_acc"])
-                if name in cfg.baseline_tasks and fold < cfg.baseline_seeds:
+                if name in cfg.baseline_tasks and i < cfg.baseline_seeds:
                     for cell in cfg.baseline_cells:
                         acc = self._run_baseline(name, cell, cfg, ctx, fold, task)
                         base[cell].setdefault(name, []).append(acc)
@@ -641,7 +659,10 @@ class GGNNExperiment(Experiment):
                 with ctx.final_evaluation():  # a count of test questions for the data record
                     n_q = sum(len(g.questions) for g in first.test)
                 label = name.replace("babi", "babi-task") if name.startswith("babi") else name
-                data.append(DataInfo(label, first.source, self._setting(name, cfg).n_train, n_q))
+                source = first.source
+                if official and len(folds) > 1:
+                    source += f" (first of folds {', '.join(map(str, folds))})"
+                data.append(DataInfo(label, source, self._setting(name, cfg).n_train, n_q))
             cpu[name] = round(time.process_time() - start, 1)
 
         def mean(v: list[float]) -> float:
@@ -658,6 +679,7 @@ class GGNNExperiment(Experiment):
                 "n_train": self._setting(name, cfg).n_train,
                 "test_acc_mean": mean(accs),
                 "test_acc_std": float(np.std(accs)),
+                "folds": [r["fold"] for r in runs],
                 "test_acc_per_fold": accs,
                 "first_attempt_test_acc_mean": mean(first),
                 "first_attempt_test_acc_per_fold": first,
@@ -677,9 +699,16 @@ class GGNNExperiment(Experiment):
             }
             for cell, per_task in base.items()
         }
+
+        def over(n: int, fold_ids: list[int]) -> str:
+            if official:
+                return f"{n} official fold{'s' * (n != 1)} ({', '.join(map(str, fold_ids))})"
+            return f"{n} generated fold{'s' * (n != 1)}"
+
         notes = [
             f"{summary[t]['model']} on {t}: {summary[t]['test_acc_mean']:.3f} "
-            f"± {summary[t]['test_acc_std']:.3f} (mean ± std over {len(ggnn[t])} folds, "
+            f"± {summary[t]['test_acc_std']:.3f} (mean ± std over "
+            f"{over(len(ggnn[t]), summary[t]['folds'])}, "
             f"{summary[t]['n_train']} training graphs); first training run only: "
             f"{summary[t]['first_attempt_test_acc_mean']:.3f}"
             for t in ggnn
