@@ -50,6 +50,19 @@ def _seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
+def _folds(text: str) -> tuple[int, ...]:
+    """``1-10``, ``1,3`` -> sorted distinct official bAbI folds (each >= 1)."""
+    try:
+        folds = _seeds(text)
+    except argparse.ArgumentTypeError:
+        folds = []
+    if not folds or folds[0] < 1:
+        raise argparse.ArgumentTypeError(
+            f"--folds takes a range or list of folds >= 1 (1-10, 1,3), got {text!r}"
+        )
+    return tuple(folds)
+
+
 def _non_negative(text: str) -> int:
     try:
         v = int(text)
@@ -106,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
     r.add_argument("--threads", type=_positive, help="torch intra-op threads (default: torch's)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
-    r.add_argument("--fold", type=_positive, default=1, help="bAbI fold of the official files")
+    fold = r.add_mutually_exclusive_group()
+    fold.add_argument("--fold", type=_positive, default=1, help="bAbI fold of the official files")
+    fold.add_argument(
+        "--folds", type=_folds, help="several official bAbI folds (1-10, 1,3): mean ± std over them"
+    )
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
 
     c = sub.add_parser("config", help="the resolved config of a paper at a scale, as JSON")
@@ -197,7 +214,8 @@ def _cores() -> int:
 
 def _child_args(args: argparse.Namespace) -> list[str]:
     """The flags a seed's process repeats from this command (everything but seed, out, threads)."""
-    out = ["--scale", args.scale, "--fold", str(args.fold)]
+    out = ["--scale", args.scale]
+    out += ["--folds", ",".join(map(str, args.folds))] if args.folds else ["--fold", str(args.fold)]
     for flag, value in (
         ("--dataset", args.dataset),
         ("--data-root", args.data_root),
@@ -250,6 +268,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
     if args.data_root is not None and not args.data_root.is_dir() and not args.download:
         raise UsageError(f"--data-root {args.data_root} is not a directory")
+    if args.folds and args.data_root is None:
+        raise UsageError("--folds reads the official bAbI folds: give --data-root")
     if args.overrides and args.all:
         raise UsageError("--set changes one paper's config: give a paper NAME, not --all")
     overrides = _overrides(args.name, args.scale, args.overrides)[0] if args.name else {}
@@ -294,6 +314,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                     dataset=args.dataset,
                     quiet=args.quiet,
                     fold=args.fold,
+                    folds=args.folds,
                     shard=args.shard,
                     dist=dist,
                 )

@@ -116,6 +116,7 @@ class RunContext:
     dataset: str | None = None
     quiet: bool = False
     fold: int = 1  # GG-NN: which fold of the official bAbI files
+    folds: tuple[int, ...] | None = None  # GG-NN: several official folds (--folds)
     shard: tuple[int, int] | None = None  # (k, n): run only slice k of n of a model grid
     dist: DistInfo = field(default_factory=DistInfo)
     # Selection hygiene check (tests): test data passed through ``holdout`` raise when read
