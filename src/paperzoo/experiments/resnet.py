@@ -445,8 +445,11 @@ class ResNetExperiment(Experiment):
             figures.append(self._figure(cfg, ctx, runs))
         info = details["data_info"]
         notes = [
-            f"Data: {info['name']} ({info['n_train']} training / {info['n_test']} test images); "
-            f"{cfg.steps} SGD steps per net, batch {cfg.batch_size}, lr {cfg.lr}"
+            f"Data: {info['name']} ({info['n_train']} training / {info['n_test']} test images"
+            + (f", average-pooled {cfg.downsample}x{cfg.downsample}" if cfg.downsample > 1 else "")
+            + (f", pad-{cfg.pad} random crops" if cfg.pad else "")
+            + (", flips" if cfg.flip else "")
+            + f"); {cfg.steps} SGD steps per net, batch {cfg.batch_size}, lr {cfg.lr}"
             + (f" (/10 at {', '.join(map(str, cfg.milestones))})" if cfg.milestones else "")
             + f", momentum {cfg.momentum}, weight decay {cfg.weight_decay}.",
             "Final training loss = mean over the last "
