@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,14 @@ import pytest
 from paperzoo.cli import main
 from paperzoo.data import babi
 from paperzoo.experiments import RunContext
+from paperzoo.experiments.ggnn import (
+    BASELINE,
+    DEVIATIONS,
+    OFFICIAL,
+    GGNNExperiment,
+    _baseline_updates,
+    best_of_restarts,
+)
 from paperzoo.experiments.runner import run_experiment
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "babi"
@@ -119,6 +128,56 @@ def test_folds_flag_parsing(capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert main(["reproduce", "ggnn", "--scale", "smoke", "--folds", "1-2"]) == 2
     assert "--data-root" in capsys.readouterr().err
+
+
+def _fake_runs(scores: list[tuple[float, float]]):
+    calls: list[int] = []
+
+    def train_once(attempt: int) -> tuple[str, tuple[float, float]]:
+        calls.append(attempt)
+        return f"model{attempt}", scores[attempt]
+
+    return train_once, calls
+
+
+def test_restarts_stop_at_full_validation_accuracy() -> None:
+    train_once, calls = _fake_runs([(0.58, -1.0), (0.72, -0.9), (1.0, -0.2), (1.0, -0.01)])
+    best, runs = best_of_restarts(train_once, 16)
+    assert calls == [0, 1, 2] and best == "model2"
+    assert [m for m, _ in runs] == ["model0", "model1", "model2"]
+
+
+def test_restarts_keep_the_best_on_validation_when_none_reaches_it() -> None:
+    scores = [(0.58, -1.0), (0.9, -0.5), (0.9, -0.3), (0.72, -0.1)]
+    train_once, calls = _fake_runs(scores)
+    best, runs = best_of_restarts(train_once, 4)
+    assert calls == [0, 1, 2, 3] and len(runs) == 4
+    assert best == "model2"  # highest accuracy, then the lower validation loss
+    train_once, calls = _fake_runs([(0.9, -0.5), (0.9, -0.5)])
+    assert best_of_restarts(train_once, 2)[0] == "model0"  # ties: the earlier run
+    with pytest.raises(ValueError):
+        best_of_restarts(train_once, 0)
+
+
+def test_quick_and_full_settings_depart_from_the_authors_only_where_documented() -> None:
+    exp = GGNNExperiment()
+    for scale in ("quick", "full"):
+        cfg = exp.config(scale)
+        assert cfg.restarts == 16
+        assert cfg.overrides == DEVIATIONS
+        for name in OFFICIAL:
+            s = exp._setting(name, cfg)
+            if name == "eulerian":  # the step size, nothing else
+                assert s.lr == 0.01 and OFFICIAL[name].lr == 0.001
+                assert dataclasses.replace(s, lr=OFFICIAL[name].lr) == OFFICIAL[name]
+            else:
+                assert s == OFFICIAL[name]
+    full, quick = exp.config("full"), exp.config("quick")
+    # The baselines: the authors' budgets at full scale, 1,000 updates at quick.
+    assert _baseline_updates(full, "babi15", "lstm") == 5000 == BASELINE["babi15"].lstm_updates
+    assert _baseline_updates(full, "babi15", "rnn") == 20000
+    assert _baseline_updates(full, "babi18", "lstm") == 500
+    assert _baseline_updates(quick, "babi19", "lstm") == 1000
 
 
 @pytest.mark.slow

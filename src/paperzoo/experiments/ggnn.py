@@ -7,22 +7,47 @@ random ``n_train`` graphs for training and 50 for validation are drawn from the 
 every question of those graphs is an example; a separate model is trained per question type (only
 task 4 has several); Adam, minibatches of 10, gradients clamped to [-5, 5] element-wise; the
 validation error is measured every 10 updates and the best parameters are kept; the test
-accuracy counts a question as right only if the whole output (sequence) is. Where the paper
-averages over 10 data folds, we average over ``seeds`` independently generated folds (each with
-its own initialisation) and report the mean and standard deviation.
+accuracy counts a question as right only if the whole output (sequence) is. The paper averages
+over 10 data folds: with ``--data-root`` these are the official folds (``--folds 1-10``, or one
+``--fold K``); with generated data, ``seeds`` independently generated folds (each with its own
+initialisation). The mean and standard deviation over the folds are reported.
 
-Deviations (docs/ggnn.md has the full list): by default the data come from paperzoo's generator
-(the official symbolic files are used with ``--data-root``); a run whose best validation accuracy
-stays below 100% is repeated from a new initialisation (up to ``restarts`` runs, the best on
-validation kept; the first run's test accuracy is reported too); equally accurate checkpoints are
-ranked by validation loss; the quick scale runs 3 folds instead of 10 and the LSTM for 1000
-updates instead of 5000, on one fold.
+Deviations (docs/ggnn.md has the full list and the measurements behind them):
+
+* Data: paperzoo's generator by default (the official symbolic files with ``--data-root``).
+* Restarts. At the authors' settings (tiny state sizes, a few hundred updates) a fixed fraction
+  of initialisations stalls in a question-blind solution: equal scores for every candidate of
+  the right type (every colour in the story on task 16, every animal on task 15; loss
+  ln(#candidates)), with final node states that hardly depend on the question's annotation (mean
+  |h(with it) - h(without it)| 0.001-0.009, against 0.14-0.41 in runs that succeed). More
+  updates help only in part: of 3 runs stalled after the authors' 600 updates on task 16, 2 left
+  the stall within 2,000 and 1 did not. Measured over 8 initialisations on each of 9
+  generated folds, runs end below 100 % validation accuracy on 22 % (task 15) and 35 % (task 16,
+  up to 5 of 8 on one fold) of initialisations; the authors ran one initialisation per fold (their
+  fixed seed 8). A run whose best validation accuracy stays below 100 % is repeated from a new
+  initialisation, up to ``restarts`` runs, and the run best on validation is kept
+  (``best_of_restarts``); the first run's test accuracy is reported too. With 3 runs a fold
+  failed with probability p^3, up to 25 % on an unlucky fold of task 16 and 33 % on the Eulerian
+  task: about one failed fold per 4-seed check of 84 fold runs, the knife edge of issue 17.
+  ``restarts=16`` makes it p^16 (< 0.1 %); a run that reaches 100 % stops the restarts, so a
+  fold costs 1/(1 - p) runs on average (1.3 on task 15, 1.5 on task 16).
+* Eulerian circuits: Adam's step 0.01 instead of the authors' 0.001 (``DEVIATIONS``). Every
+  example of this task is the same graph up to relabelling (a 5-cycle and a 4-cycle: the paper's
+  2-regular graphs of 5 and 4 nodes can be nothing else), so a fold is one trial, entirely right
+  or entirely wrong. At 0.001 the outputs are learnt one step at a time and only 5 of 16
+  initialisations learn the fifth within the authors' 300 updates (12 of 16 within 600); at 0.01,
+  23 of 24 do (chosen on validation accuracy). The authors' fixed seed made their 10 folds one
+  trial repeated.
+* Equally accurate checkpoints are ranked by validation loss.
+* Quick scale: 3 folds instead of 10; the LSTM for 1,000 of the paper's 5,000 updates, on one
+  fold (measured at 5,000 updates its test accuracy is no higher, docs/ggnn.md).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -71,24 +96,35 @@ OFFICIAL: dict[str, TaskSetting] = {
     "shortest-path": TaskSetting(20, 10, 0.002, 700, 50),
     "eulerian": TaskSetting(20, 10, 0.001, 300, 50),
 }
+# Where quick and full depart from OFFICIAL (module docstring): at the authors' step size 0.001
+# most initialisations do not learn the Eulerian circuit within 300 updates; 0.01 (the step of
+# tasks 4, 16 and 18) does, chosen on validation accuracy over 16 + 24 initialisations.
+DEVIATIONS: dict[str, TaskSetting] = {
+    "eulerian": dataclasses.replace(OFFICIAL["eulerian"], lr=0.01),
+}
 
 
 @dataclass(frozen=True)
 class BaselineSetting:
-    """The authors' RNN/LSTM settings (run_rnn_baselines.py): Adam lr, minibatch size."""
+    """The authors' RNN/LSTM settings (run_rnn_baselines.py)."""
 
-    lr: float
-    batch_size: int
+    lr: float  # Adam learning rate
+    batch_size: int  # minibatch size
+    lstm_updates: int  # the LSTM's weight updates (maxiters)
+    rnn_updates: int  # the RNN's weight updates
+
+    def updates(self, cell: str) -> int:
+        return self.lstm_updates if cell == "lstm" else self.rnn_updates
 
 
 BASELINE: dict[str, BaselineSetting] = {
-    "babi4": BaselineSetting(0.001, 20),
-    "babi15": BaselineSetting(0.001, 100),
-    "babi16": BaselineSetting(0.0005, 100),
-    "babi18": BaselineSetting(0.0005, 100),
-    "babi19": BaselineSetting(0.001, 20),
-    "shortest-path": BaselineSetting(0.001, 10),
-    "eulerian": BaselineSetting(0.001, 10),
+    "babi4": BaselineSetting(0.001, 20, 1000, 1000),
+    "babi15": BaselineSetting(0.001, 100, 5000, 20000),
+    "babi16": BaselineSetting(0.0005, 100, 5000, 20000),
+    "babi18": BaselineSetting(0.0005, 100, 500, 500),
+    "babi19": BaselineSetting(0.001, 20, 5000, 10000),
+    "shortest-path": BaselineSetting(0.001, 10, 5000, 10000),
+    "eulerian": BaselineSetting(0.001, 10, 5000, 10000),
 }
 
 
@@ -105,10 +141,10 @@ class GGNNConfig:
     baseline_tasks: tuple[str, ...]  # tasks the sequence baselines are trained on
     baseline_cells: tuple[str, ...]  # "lstm" and/or "rnn"
     baseline_train: int  # training graphs of the baselines (paper: 950, plus 50 validation)
-    baseline_steps: int  # updates of the baselines (paper: 5000 for the LSTM)
+    baseline_steps: int | None  # updates of each baseline; None: the authors' (BASELINE)
     baseline_seeds: int  # folds for the baselines
     baseline_eval_every: int  # validate the baselines every this many updates
-    restarts: int = 1  # runs per fold and question type until validation accuracy is 100%
+    restarts: int = 1  # most runs per fold and question type, until validation accuracy is 100%
     overrides: dict[str, TaskSetting] = field(default_factory=dict)  # per-task replacements
 
 
@@ -168,12 +204,14 @@ def _claims() -> tuple[ClaimSpec, ...]:
     ]
     for task, paper in _PAPER_LSTM.items():
         n = task.removeprefix("babi")
+        updates = BASELINE[task].lstm_updates
         # The baseline's own accuracy is the paper's number for a baseline, not a result the
         # paper claims: a check. The paper's finding is the comparison below.
         claims.append(
             ClaimSpec(
                 f"babi.task{n}.lstm.test_acc",
-                f"An LSTM reading the serialized graphs of 950 training stories, bAbI task {n}",
+                f"An LSTM reading the serialized graphs of 950 training stories, bAbI task {n} "
+                f"(full: the paper's {updates:,} updates; quick: 1,000 updates, one fold)",
                 paper,
                 "reported",
                 kind="check",
@@ -187,7 +225,8 @@ def _claims() -> tuple[ClaimSpec, ...]:
         claims.append(
             ClaimSpec(
                 f"babi.task{n}.ggnn_minus_lstm.test_acc",
-                f"Test accuracy of the {model} minus that of the LSTM (950 stories), task {n} "
+                f"Test accuracy of the {model} minus that of the LSTM (950 stories; full: "
+                f"{updates:,} updates as the paper, quick: 1,000), task {n} "
                 f"(full: paper {gap:.2f}, tolerance 5 points)",
                 gap,
                 {"quick": "> 0", "full": f">= {gap - 0.05:.2f}"},
@@ -241,6 +280,29 @@ class _EpochBatches:
             epoch, i = divmod(pos, n)
             picked.append(self.items[int(self._perm(epoch)[i])])
         return babi.collate(picked)
+
+
+def best_of_restarts(
+    train_once: Callable[[int], tuple[nn.Module, tuple[float, float]]], max_runs: int
+) -> tuple[nn.Module, list[tuple[nn.Module, tuple[float, float]]]]:
+    """The restart rule: train runs 0, 1, ... until one reaches 100 % validation accuracy.
+
+    Args:
+        train_once: ``attempt -> (model, (val accuracy, -val loss))``, one run from its own
+            initialisation (validation data only).
+        max_runs: the most runs.
+
+    Returns:
+        (the run best on validation: highest accuracy, then lowest loss; every run in order)
+    """
+    if max_runs < 1:
+        raise ValueError(f"max_runs must be >= 1, got {max_runs}")
+    runs = []
+    for attempt in range(max_runs):
+        runs.append(train_once(attempt))
+        if runs[-1][1][0] >= 1.0:
+            break
+    return max(runs, key=lambda r: r[1])[0], runs  # max keeps the first of equal scores
 
 
 class _BestKeeper:
@@ -333,6 +395,18 @@ def sequence_eval(
     return right / n, loss / n
 
 
+def _runs_per_fold(res: dict[str, Any]) -> str:
+    """'2' for one question type, '1+1+2+1' for several: the runs each needed."""
+    return "+".join(str(len(q.get("attempts", []))) for q in res["per_question_type"].values())
+
+
+def _baseline_updates(cfg: GGNNConfig, name: str, cell: str) -> int:
+    """Weight updates of a baseline: ``cfg.baseline_steps``, or the authors' when None."""
+    if cfg.baseline_steps is None:
+        return BASELINE[name].updates(cell)
+    return cfg.baseline_steps
+
+
 def _split_train(
     graphs: tuple[babi.SymbolicGraph, ...], n_train: int, n_val: int, seed: int
 ) -> tuple[list[babi.SymbolicGraph], list[babi.SymbolicGraph]]:
@@ -397,7 +471,8 @@ class GGNNExperiment(Experiment):
             baseline_steps=1000,
             baseline_seeds=1,
             baseline_eval_every=50,
-            restarts=3,
+            restarts=16,
+            overrides=DEVIATIONS,
         ),
         "full": GGNNConfig(
             tasks=ALL_TASKS,
@@ -411,10 +486,11 @@ class GGNNExperiment(Experiment):
             baseline_tasks=ALL_TASKS,
             baseline_cells=("rnn", "lstm"),
             baseline_train=950,
-            baseline_steps=5000,
+            baseline_steps=None,
             baseline_seeds=10,
             baseline_eval_every=100,
-            restarts=3,
+            restarts=16,
+            overrides=DEVIATIONS,
         ),
     }
 
@@ -514,6 +590,20 @@ class GGNNExperiment(Experiment):
             model.load_state_dict(keeper.state)
         return model.to("cpu"), keeper.best
 
+    def _train_attempt(
+        self,
+        name: str,
+        task: babi.BabiTask,
+        cfg: GGNNConfig,
+        ctx: RunContext,
+        train: list[babi.GraphExample],
+        val: list[babi.GraphExample],
+        key: tuple[str, ...],
+        attempt: int,
+    ) -> tuple[nn.Module, tuple[float, float]]:
+        """Run ``attempt`` (its own initialisation and batch order) of the runs under ``key``."""
+        return self._train_graph_model(name, task, cfg, ctx, train, val, (*key, f"a{attempt}"))
+
     def _run_graph_model(
         self, name: str, cfg: GGNNConfig, ctx: RunContext, fold: int, task: babi.BabiTask
     ) -> dict[str, Any]:
@@ -528,19 +618,13 @@ class GGNNExperiment(Experiment):
         for qt in range(task.num_question_types):
             tr = babi.examples(task, train_g, annotation_dim=s.annotation_dim, question_type=qt)
             va = babi.examples(task, val_g, annotation_dim=s.annotation_dim, question_type=qt)
-            # Restarts: a run whose best validation accuracy is below 100% is repeated from a
-            # new initialisation, and the run with the best validation result is kept.
-            best: tuple[tuple[float, float], nn.Module] | None = None
-            runs: list[tuple[float, nn.Module]] = []  # (val accuracy, model) per attempt
-            for attempt in range(cfg.restarts if tr else 0):
-                model, score = self._train_graph_model(
-                    name, task, cfg, ctx, tr, va, (f"fold{fold}", f"q{qt + 1}", f"a{attempt}")
+            best: nn.Module | None = None
+            runs: list[tuple[nn.Module, tuple[float, float]]] = []
+            if tr:
+                train_once = functools.partial(
+                    self._train_attempt, name, task, cfg, ctx, tr, va, (f"fold{fold}", f"q{qt + 1}")
                 )
-                runs.append((score[0], model))
-                if best is None or score > best[0]:
-                    best = (score, model)
-                if score[0] >= 1.0 or not va:
-                    break
+                best, runs = best_of_restarts(train_once, cfg.restarts if va else 1)
             with ctx.final_evaluation():  # this question type's models are final
                 te = babi.examples(
                     task, task.test, annotation_dim=s.annotation_dim, question_type=qt
@@ -553,12 +637,12 @@ class GGNNExperiment(Experiment):
                     per_qtype[qt + 1] = {"test_acc": 0.0, "n_train": 0, "n_test": len(te)}
                     continue
                 attempts = [
-                    {"val_acc": val_acc, "test_acc": graph_eval(m, task.kind, te)[0]}
-                    for val_acc, m in runs
+                    {"val_acc": score[0], "test_acc": graph_eval(m, task.kind, te)[0]}
+                    for m, score in runs
                 ]
                 assert best is not None
-                acc = graph_eval(best[1], task.kind, te)[0]
-            params = count_params(best[1])
+                acc = graph_eval(best, task.kind, te)[0]
+            params = count_params(best)
             per_qtype[qt + 1] = {
                 "test_acc": acc,
                 "n_train": len(tr),
@@ -581,6 +665,7 @@ class GGNNExperiment(Experiment):
         self, name: str, cell: str, cfg: GGNNConfig, ctx: RunContext, fold: int, task: babi.BabiTask
     ) -> float:
         bs_cfg = BASELINE[name]
+        steps = _baseline_updates(cfg, name, cell)
         train_g, val_g = _split_train(
             task.train, cfg.baseline_train, cfg.n_val, derive_seed(ctx.seed, name, fold, "rnn")
         )
@@ -606,7 +691,7 @@ class GGNNExperiment(Experiment):
             None,
             _clamped_step(opt, loss_of),
             config=TrainConfig(
-                steps=cfg.baseline_steps,
+                steps=steps,
                 batch_size=batch_size,
                 seed=derive_seed(ctx.seed, name, fold, cell, "batches"),
                 log_every=cfg.baseline_eval_every,
@@ -710,7 +795,9 @@ class GGNNExperiment(Experiment):
             f"± {summary[t]['test_acc_std']:.3f} (mean ± std over "
             f"{over(len(ggnn[t]), summary[t]['folds'])}, "
             f"{summary[t]['n_train']} training graphs); first training run only: "
-            f"{summary[t]['first_attempt_test_acc_mean']:.3f}"
+            f"{summary[t]['first_attempt_test_acc_mean']:.3f}; training runs per fold"
+            f"{' (per question type)' if len(ggnn[t][0]['per_question_type']) > 1 else ''}: "
+            f"{', '.join(_runs_per_fold(r) for r in ggnn[t])}"
             for t in ggnn
         ]
         notes.append(
@@ -718,9 +805,25 @@ class GGNNExperiment(Experiment):
             f"initialisation (up to {cfg.restarts} runs per fold and question type; the run with "
             "the best validation accuracy is kept). Selection uses validation data only."
         )
+        for t, s in cfg.overrides.items():
+            if t in ggnn and s != OFFICIAL[t]:
+                changed = ", ".join(
+                    f"{f.name} {getattr(s, f.name)} instead of the authors' "
+                    f"{getattr(OFFICIAL[t], f.name)}"
+                    for f in dataclasses.fields(s)
+                    if getattr(s, f.name) != getattr(OFFICIAL[t], f.name)
+                )
+                why = (
+                    "chosen on validation accuracy over many initialisations after the authors' "
+                    "setting failed on whole folds; docs/ggnn.md"
+                    if s == DEVIATIONS.get(t)
+                    else f"the {ctx.scale} scale's setting"
+                )
+                notes.append(f"{t}: {changed} ({why}).")
         notes += [
             f"{cell.upper()} on {t} ({cfg.baseline_train} training graphs, "
-            f"{cfg.baseline_steps} updates): {v['test_acc_mean']:.3f} ± {v['test_acc_std']:.3f} "
+            f"{_baseline_updates(cfg, t, cell)} updates; the authors': "
+            f"{BASELINE[t].updates(cell)}): {v['test_acc_mean']:.3f} ± {v['test_acc_std']:.3f} "
             f"({len(v['per_fold'])} fold{'s' if len(v['per_fold']) > 1 else ''})"
             for cell, per_task in baselines.items()
             for t, v in per_task.items()
