@@ -9,7 +9,8 @@ import torch
 
 from paperzoo import create_model
 from paperzoo.engine import seeded
-from paperzoo.models.perceiver import IMAGENET, Perceiver, PerceiverConfig
+from paperzoo.models.perceiver import IMAGENET, MNIST_SMALL, Perceiver, PerceiverConfig
+from paperzoo.nn.attention import CrossAttentionBlock
 from paperzoo.utils import count_params
 
 TINY = PerceiverConfig(
@@ -51,6 +52,65 @@ def test_output_invariant_to_joint_permutation_of_inputs_and_positions() -> None
     torch.testing.assert_close(model(flat[:, perm], pos=pos[perm]), out, atol=1e-5, rtol=1e-5)
     # Permuting the pixels but not their positions changes the function.
     assert (model(flat[:, perm]) - out).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("cx", [1, 3])
+def test_factored_byte_array_equals_concatenated(cx: int) -> None:
+    """Keys/values of [x, pos] with positions shared by the batch (projected once, never
+    concatenated) equal LayerNorm + projections of the concatenated byte array, in value and
+    in every gradient."""
+    with seeded(0):
+        block = CrossAttentionBlock(
+            latent_dim=16, input_dim=cx + 7, num_heads=2, qk_channels=8, v_channels=6
+        )
+        with torch.no_grad():  # a non-trivial LayerNorm affine map
+            block.norm_kv.weight.uniform_(0.5, 1.5)
+            block.norm_kv.bias.uniform_(-0.5, 0.5)
+        z = torch.randn(3, 4, 16)
+        x = (torch.randn(3, 20, cx) * 2 + 0.5).requires_grad_()
+        pos = (torch.rand(20, 7) * 2 - 1).requires_grad_()
+    cat = torch.cat([x, pos.expand(3, 20, 7)], dim=-1)
+    k, v = block.byte_array_kv(x, pos)
+    kn = block.norm_kv(cat)
+    torch.testing.assert_close(k, block.attn.to_k(kn), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(v, block.attn.to_v(kn), atol=1e-5, rtol=1e-5)
+
+    def grads(out: torch.Tensor) -> list[torch.Tensor]:
+        return list(torch.autograd.grad(out.square().sum(), [x, pos, *block.parameters()]))
+
+    factored, concatenated = block(z, x, pos), block(z, cat)
+    torch.testing.assert_close(factored, concatenated, atol=1e-5, rtol=1e-5)
+    for gf, gc in zip(grads(block(z, x, pos)), grads(block(z, cat)), strict=True):
+        torch.testing.assert_close(gf, gc, atol=1e-4, rtol=1e-4)
+    # Per-example positions (B, M, P) take the concatenating path: the same function.
+    torch.testing.assert_close(block(z, x, pos.expand(3, 20, 7)), concatenated)
+    with pytest.raises(ValueError, match="position channels"):
+        block.byte_array_kv(x, pos[:, :5])
+
+
+def test_perceiver_encodes_the_byte_array() -> None:
+    """encode() (factored cross-attends) equals cross-attending to byte_array() explicitly."""
+    model = tiny().eval()
+    x = torch.rand(2, 6, 5, 2)
+    inputs = model.byte_array(x)
+    assert inputs.shape == (2, 30, model.config.input_dim)
+    z = model.latents.expand(2, -1, -1)
+    for cross, latent in model.repeats():
+        z = latent(cross(z, inputs))
+    torch.testing.assert_close(model.encode(x), z, atol=1e-5, rtol=1e-5)
+
+
+def test_digit_model_attends_iteratively_with_shared_weights() -> None:
+    """The quick reproduction's model: 2 cross-attends, one latent Transformer for both, the
+    paper's single cross-attention head; its parameter count is the one docs/perceiver.md gives."""
+    assert MNIST_SMALL.num_cross_attends >= 2 and MNIST_SMALL.share_weights
+    assert MNIST_SMALL.cross_heads == 1
+    with seeded(0):
+        model = create_model("perceiver_mnist")
+    reps = model.repeats()
+    assert len(reps) == 2 and reps[0][0] is not reps[1][0] and reps[0][1] is reps[1][1]
+    assert count_params(model) == 51_894
+    assert model(torch.rand(2, 28, 28, 1)).shape == (2, 10)
 
 
 def test_grid_and_flat_inputs_agree() -> None:

@@ -194,6 +194,20 @@ class Perceiver(nn.Module):
         Shapes:
             x: (B, M, C) or (B, *index_dims, C) -> (B, M, input_dim)
         """
+        x, pos = self.inputs_and_positions(x, coords=coords, pos=pos)
+        if pos is None:
+            return x
+        return torch.cat([x, pos.expand(x.shape[0], *pos.shape[-2:])], dim=-1)  # (B, M, C + P)
+
+    def inputs_and_positions(
+        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """The two parts of the byte array: the inputs flattened to (B, M, C) and their position
+        features, (M, P) when the batch shares them, (B, M, P) when it does not, or None.
+
+        Shapes:
+            x: (B, M, C) or (B, *index_dims, C) -> (B, M, C), (M, P) | (B, M, P) | None
+        """
         cfg = self.config
         if x.dim() < 3:
             raise ValueError(f"Perceiver expects (B, M, C) or (B, *axes, C), got {tuple(x.shape)}")
@@ -207,11 +221,12 @@ class Perceiver(nn.Module):
         if pos is None:
             pos = self.position_features(coords)
         if pos is None:
-            return x
+            return x, None
         if pos.shape[-2] != m:
             raise ValueError(f"{m} inputs but {pos.shape[-2]} position rows")
-        pos = pos.to(x.dtype).expand(b, m, pos.shape[-1])  # (B, M, P)
-        return torch.cat([x, pos], dim=-1)  # (B, M, C + P)
+        if pos.dim() == 3 and pos.shape[0] != b:
+            raise ValueError(f"{b} inputs but position features for {pos.shape[0]}")
+        return x, pos.to(x.dtype)
 
     def encode(
         self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
@@ -221,10 +236,12 @@ class Perceiver(nn.Module):
         Shapes:
             x: (B, M, C) or (B, *index_dims, C) -> (B, N, D)
         """
-        inputs = self.byte_array(x, coords=coords, pos=pos)  # (B, M, C')
-        z = self.latents.expand(inputs.shape[0], -1, -1)  # (B, N, D)
+        # The byte array is [x, pos]; the cross-attends take its two parts (positions shared by
+        # the batch are projected once per step, not once per input: CrossAttentionBlock).
+        x, pos = self.inputs_and_positions(x, coords=coords, pos=pos)  # (B, M, C), (M, P)
+        z = self.latents.expand(x.shape[0], -1, -1)  # (B, N, D)
         for cross, latent in self.repeats():
-            z = latent(cross(z, inputs))
+            z = latent(cross(z, x, pos))
         return z
 
     def forward(
@@ -252,22 +269,29 @@ class Perceiver(nn.Module):
 # Transformer (8 heads); 44.9M parameters with the paper's weight sharing, 326M without.
 IMAGENET = PerceiverConfig()
 
-# A CPU-sized model for 28x28 digits: 32 x 64 latents, one cross-attend (4 heads: on digits they
-# learn much faster than the paper's single head), two latent blocks, 8 Fourier bands (mu = 28).
+# A CPU-sized model for 28x28 digits (the quick reproduction; 51,894 parameters): 32 x 64 latents
+# attend iteratively, 2 cross-attends as in Fig. 1 with the paper's sharing (the second
+# cross-attend has its own weights and would serve every later repeat; one single-block latent
+# Transformer serves both repeats). As in the paper: one cross-attention head, MLP widening 1.
+# Deviations, chosen on validation digits carved from the training set: 16 cross-attention q/k/v
+# channels (paper: the input width, 35 here), and Fourier features with mu = 14 (bands 1..7
+# cycles, not up to the 28-pixel Nyquist frequency 14: smoother position features generalised
+# better), 8 bands.
 MNIST_SMALL = PerceiverConfig(
     input_channels=1,
     index_dims=(28, 28),
     num_classes=10,
     num_latents=32,
     latent_dim=64,
-    num_cross_attends=1,
-    self_attends_per_block=2,
-    cross_heads=4,
+    num_cross_attends=2,
+    self_attends_per_block=1,
+    cross_heads=1,
     self_heads=4,
-    cross_qk_channels=64,
-    cross_widening=2,
-    self_widening=2,
+    cross_qk_channels=16,
+    cross_widening=1,
+    self_widening=1,
     num_bands=8,
+    max_resolution=(14.0, 14.0),
 )
 
 
