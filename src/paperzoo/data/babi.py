@@ -121,6 +121,15 @@ class BabiTask:
 _INT = re.compile(r"^\d+$")
 
 
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not a text file (byte {e.start} is not UTF-8)") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e})") from e
+
+
 def read_graphs_file(path: str | Path, *, kind: str) -> list[SymbolicGraph]:
     """Parse an official ``N_graphs.txt`` file (1-based ids) into 0-based graphs.
 
@@ -130,10 +139,7 @@ def read_graphs_file(path: str | Path, *, kind: str) -> list[SymbolicGraph]:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e})") from e
+    lines = _read_lines(path)
     graphs: list[SymbolicGraph] = []
     edges: list[tuple[int, int, int]] = []
     questions: list[Question] = []
@@ -202,7 +208,7 @@ def read_dictionary(path: str | Path) -> dict[str, int]:
     """Parse a ``name=id`` dictionary file (``N_edge_types.txt`` etc.); the last '=' separates."""
     path = Path(path)
     out: dict[str, int] = {}
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    for lineno, raw in enumerate(_read_lines(path), 1):
         line = raw.strip()
         if not line:
             continue

@@ -319,6 +319,8 @@ def read_cifar_batch(
         raise DataError(f"{path}: file not found") from None
     except OSError as err:
         raise DataError(f"{path}: cannot read ({err})") from err
+    if not raw:
+        raise DataError(f"{path}: empty file (expected a CIFAR python batch)")
     d = _text_keys(parse_pickle(raw, source=str(path)), str(path))
     if "data" not in d or label_key not in d:
         raise DataError(f"{path}: missing 'data' or {label_key!r} (keys: {sorted(d)})")

@@ -113,6 +113,17 @@ def load_idx_split(directory: Path, name: str) -> Split:
             raise DataError(
                 f"{directory}: {prefix} images {images.shape} and labels {labels.shape} disagree"
             )
+        if images.shape[1:] != (28, 28):
+            h, w = images.shape[1:]
+            raise DataError(
+                f"{_find(directory, f'{prefix}-images-idx3-ubyte')}: images are {h} x {w}, "
+                f"expected 28 x 28 (an MNIST-format file)"
+            )
+        if len(labels) and (labels.min() < 0 or labels.max() > 9):
+            raise DataError(
+                f"{_find(directory, f'{prefix}-labels-idx1-ubyte')}: labels outside 0..9 "
+                f"(found {labels.min()}..{labels.max()})"
+            )
         parts.append(torch.from_numpy(images.copy()).float().div_(255.0).unsqueeze(1))
         parts.append(torch.from_numpy(labels.astype(np.int64)))
     info = DataInfo(name, str(directory), len(parts[0]), len(parts[2]))
