@@ -263,7 +263,7 @@ class Result:
                 for c in d["claims"]
             ]
             seeds = [int(s) for s in d["seeds"]]
-            return cls(
+            result = cls(
                 paper=d["paper"],
                 title=d["title"],
                 scale=d["scale"],
@@ -288,6 +288,30 @@ class Result:
                 f"{source} is not a paperzoo results file of this version's format "
                 f"(paperzoo {version}; problem: {err!r})"
             ) from None
+        result.validate(source)
+        return result
+
+    def validate(self, source: str = "results.json") -> None:
+        """Raise ``ValueError`` naming ``source`` and the claim if a value cannot be judged."""
+        if not self.seeds:
+            raise ValueError(f"{source}: no seeds")
+        for c in self.claims:
+            if c.kind not in ("finding", "check"):
+                raise ValueError(
+                    f"{source}: claim {c.id} has kind {c.kind!r} (expected 'finding' or 'check')"
+                )
+            try:
+                validate_target(str(c.target))
+            except ValueError as err:
+                raise ValueError(f"{source}: claim {c.id}: {err}") from None
+            for v in c.per_seed:
+                if not (v is None or isinstance(v, bool | int | float)):
+                    raise ValueError(f"{source}: claim {c.id} has a non-numeric measurement {v!r}")
+            if len(c.per_seed) != len(self.seeds):
+                raise ValueError(
+                    f"{source}: claim {c.id} has {len(c.per_seed)} measurements "
+                    f"for {len(self.seeds)} seeds"
+                )
 
 
 def load_result(out_dir: str | Path) -> Result:
