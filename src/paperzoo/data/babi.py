@@ -270,7 +270,9 @@ def official_dirs(
             return base / "train", base / "test"
     raise DataError(
         f"no {spec.file_id}_graphs.txt for task {name} (fold {fold}) under {root}; expected "
-        f"{candidates[0] / 'train' / f'{spec.file_id}_graphs.txt'} (see paperzoo.data.babi)"
+        f"{candidates[0] / 'train' / f'{spec.file_id}_graphs.txt'}; the files have no canonical "
+        "download: the GG-NN authors' babi/data/get_10_fold_data.sh (github.com/yujiali/ggnn) "
+        "writes them"
     )
 
 

@@ -112,6 +112,11 @@ def color_shapes(
     """The procedural colour-shapes scenes (generated; no files)."""
     if download:
         raise DataError("color-shapes is generated; there is nothing to download")
+    if data_root is not None:
+        raise DataError(
+            "color-shapes is generated (a stand-in for 3dshapes, whose files paperzoo does not "
+            "read): drop --data-root, or use --dataset dsprites / abstract-dsprites with it"
+        )
     return ColorShapes(image_size=image_size)
 
 
