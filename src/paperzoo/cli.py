@@ -9,7 +9,7 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from paperzoo.utils.allocator import tune_allocator
 
@@ -21,6 +21,18 @@ log = logging.getLogger("paperzoo")
 
 class UsageError(Exception):
     """Bad arguments or unusable data: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (``prog: error: ...``), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
+def _one_line(message: object) -> str:
+    """An error message on one line (torch's state-dict errors, for one, span several)."""
+    return "; ".join(part.strip() for part in str(message).splitlines() if part.strip())
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -74,16 +86,17 @@ def _non_negative(text: str) -> int:
 
 
 def _positive(text: str) -> int:
-    v = int(text)
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
     return v
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="paperzoo", description="Reproduce deep-learning papers with one command."
-    )
+    p = _Parser(prog="paperzoo", description="Reproduce deep-learning papers with one command.")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -266,8 +279,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for n in names:
         if n not in EXPERIMENTS:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
-    if args.data_root is not None and not args.data_root.is_dir() and not args.download:
-        raise UsageError(f"--data-root {args.data_root} is not a directory")
+    if args.data_root is not None and not args.data_root.is_dir():
+        if args.data_root.exists() or not args.download:  # --download creates a missing one
+            raise UsageError(f"--data-root {args.data_root} is not a directory")
+    _check_out_dir(args.out)
     if args.folds and args.data_root is None:
         raise UsageError("--folds reads the official bAbI folds: give --data-root")
     if args.overrides and args.all:
@@ -361,11 +376,23 @@ def _cell(v: object) -> str:
     return "-" if v is None else str(v)
 
 
+def _check_out_dir(out: Path | None) -> None:
+    """Fail before any work when ``--out`` (or the first of its parents that exists) is not a
+    directory, instead of when the results are written."""
+    if out is None:
+        return
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == out else f" ({existing} is a file)"
+        raise UsageError(f"--out {out} is not a directory{where}")
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.runner import aggregate_dirs, build_result, get_experiment
     from paperzoo.report import load_result, write_report
 
+    _check_out_dir(args.out)
     try:
         results = [load_result(d) for d in args.dirs]
     except ValueError as err:
@@ -389,7 +416,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     exp = get_experiment(papers.pop())
     raw = [json.loads((d / "results.json").read_text()) for d in args.dirs]
     ctx = RunContext(scale=scales.pop(), seed=results[0].seeds[0], out_dir=args.out)
-    outcome = exp.merge(raw, ctx)
+    try:
+        outcome = exp.merge(raw, ctx)
+    except (KeyError, TypeError, ValueError) as err:  # shards whose details are not as written
+        dirs = ", ".join(map(str, args.dirs))
+        raise UsageError(f"cannot merge the shards in {dirs}: {err!r}") from None
     wall = sum(r.wall_seconds for r in results)
     result = build_result(exp, outcome, ctx, wall)
     write_report(result, args.out)
@@ -401,6 +432,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from paperzoo.report import load_result, render_summary_html, render_summary_markdown
     from paperzoo.utils.io import atomic_write_text
 
+    if args.html is not None and args.html.is_dir():
+        raise UsageError(f"--html {args.html} is a directory; give a file name")
     try:
         results = [load_result(d) for d in args.dirs]
     except ValueError as err:
@@ -461,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_summary(args)
         return cmd_bench(args)
     except UsageError as err:
-        sys.stderr.write(f"paperzoo: error: {err}\n")
+        sys.stderr.write(f"paperzoo: error: {_one_line(err)}\n")
         return 2
     except Exception as err:
         from paperzoo.data import DataError
@@ -474,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(err, DataError | CheckpointError | ValueError | KeyError):
             msg = err.args[0] if isinstance(err, KeyError) and err.args else err
-            sys.stderr.write(f"paperzoo: error: {msg}\n")
+            sys.stderr.write(f"paperzoo: error: {_one_line(msg)}\n")
             return 2
         raise
 
