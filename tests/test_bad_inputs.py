@@ -492,6 +492,8 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
      "argument --seeds: --seeds takes a range"),
     ("seeds-reversed", _nothing, ["reproduce", "resnet", "--seeds", "3-1"], "got '3-1'"),
     ("seeds-empty", _nothing, ["reproduce", "resnet", "--seeds", ""], "got ''"),
+    ("seeds-too-many", _nothing, ["reproduce", "resnet", "--seeds", "0-30000000"],
+     "argument --seeds: at most 1000 seeds, got '0-30000000'"),
     ("seed-negative", _nothing, ["reproduce", "resnet", "--seed", "-1"], "argument --seed"),
     ("seed-and-seeds", _nothing, ["reproduce", "resnet", "--seed", "1", "--seeds", "0-3"],
      "not allowed with argument"),

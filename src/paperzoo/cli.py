@@ -45,6 +45,9 @@ def _shard(text: str) -> tuple[int, int]:
     return k, n
 
 
+MAX_SEEDS = 1000  # one process per seed: more is a typo (0-30000 for 0-3), not a plan
+
+
 def _seeds(text: str) -> list[int]:
     """``0-3``, ``0,2,5`` or ``0-3,7`` -> sorted distinct seeds."""
     seeds: set[int] = set()
@@ -54,6 +57,8 @@ def _seeds(text: str) -> list[int]:
             a, b = int(lo), int(hi) if hi else int(lo)
             if a < 0 or b < a:
                 raise ValueError
+            if len(seeds) + b - a + 1 > MAX_SEEDS:
+                raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds, got {text!r}")
             seeds.update(range(a, b + 1))
     except ValueError:
         raise argparse.ArgumentTypeError(
