@@ -355,6 +355,8 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
     ("idx-dir-as-file", _mnist(lambda d: ((d / "train-images-idx3-ubyte").unlink(),
                                           (d / "train-images-idx3-ubyte").mkdir())), MNIST,
      "train-images-idx3-ubyte: cannot read"),
+    ("idx-missing-seeds", _nothing, [*MNIST, "--seeds", "0-1", "--threads", "1"],
+     "MNIST: missing train-images-idx3-ubyte.gz"),
     ("fashion-missing", _nothing, [*MNIST[:5], "fashion-mnist", *MNIST[6:]],
      "Fashion-MNIST: missing train-images-idx3-ubyte.gz"),
     # CIFAR
@@ -534,6 +536,11 @@ KNOWN = {
         "engine/trainer.py: a checkpoint of another model raises torch's RuntimeError "
         "(a CheckpointError is on its way with the resume work)",
         False,
+    ),
+    "idx-missing-seeds": (
+        "experiments/runner.py: a seed process that exits 2 on bad data becomes SeedRunError, "
+        "exit 1, 'seed runs failed: <logs>' instead of the seed's own one-line error",
+        True,
     ),
     "cached-record-corrupt": (
         "experiments/disentanglement.py reads models/*/result.json unchecked",
