@@ -103,6 +103,15 @@ def latest_step(directory: str | Path) -> int | None:
         raise CheckpointError(f"{pointer} is corrupt: {err}") from err
 
 
+def remove_all(directory: str | Path) -> None:
+    """Delete every checkpoint in ``directory`` (the pointer first, so none is half-visible)."""
+    directory = Path(directory)
+    (directory / "latest.json").unlink(missing_ok=True)
+    for p in directory.glob("step_*"):
+        if p.suffix in (".json", ".safetensors"):
+            p.unlink(missing_ok=True)
+
+
 def load_state(directory: str | Path, step: int | None = None) -> tuple[int, dict[str, Any]]:
     """Load checkpoint ``step`` (default: the latest) from ``directory``.
 

@@ -3,8 +3,14 @@
 A ``Trainer`` owns: batch sampling (a deterministic function of seed and step, so resuming from a
 checkpoint continues the exact same trajectory), the optimisation step, learning-rate schedules as
 pure functions of the step, NaN/inf detection, metric averaging and JSONL logging (TensorBoard too
-when installed), progress bars, periodic atomic checkpoints, and DistributedDataParallel when the
-process was launched by ``torchrun``.
+when installed), progress bars, periodic atomic checkpoints (every ``checkpoint_every`` steps
+and every ``checkpoint_seconds`` of wall time), clean stops on SIGINT / SIGTERM
+(``engine.interrupt``), and DistributedDataParallel when the process was launched by ``torchrun``.
+
+Resuming (``fit(resume=True)``) continues exactly where the newest checkpoint left off: weights,
+optimizer states, the global RNG, the state of ``extra`` generators and stateful objects, and the
+logged history all come back, and batches are a function of the step. A run whose final
+checkpoint is there is not trained again: its weights and history are loaded and ``fit`` returns.
 
 Two ways to define a step:
 
@@ -19,12 +25,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
@@ -32,14 +39,32 @@ from torch.utils.data import Dataset, default_collate
 from tqdm.auto import tqdm
 
 from paperzoo.engine import checkpoint as ckpt
+from paperzoo.engine import interrupt
 from paperzoo.engine.distributed import DistInfo, current
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
+from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
 Batch = tuple[Tensor, ...]
 DataSource = Sequence[Tensor] | Dataset | Callable[[int, torch.Generator], Batch]
 LossOutput = Tensor | tuple[Tensor, dict[str, Any]] | dict[str, Any]
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """Anything whose state belongs in a checkpoint: ``state_dict()`` returns nested dicts /
+    lists / tuples of tensors and plain values, ``load_state_dict`` takes that back."""
+
+    def state_dict(self) -> Any: ...
+
+    def load_state_dict(self, state: Any) -> Any: ...
+
+
+Extra = nn.Module | torch.optim.Optimizer | torch.Generator | Stateful
+# The TrainConfig fields a checkpoint must agree with to be resumed.
+# (``steps`` may grow: a finished run continues to a larger step count.)
+_FINGERPRINT = ("batch_size", "seed", "grad_clip", "drop_last")
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -62,6 +87,8 @@ class TrainConfig:
     log_every: int = 50  # average metrics over this many steps, then log a record
     eval_every: int = 0  # run eval_fn every this many steps (0: only at the end)
     checkpoint_every: int = 0  # write a checkpoint every this many steps (0: only at the end)
+    # and after this many wall seconds since the last (0: off; None: checkpoint_seconds_default())
+    checkpoint_seconds: float | None = None
     keep_checkpoints: int = 2  # newest checkpoints kept on disk
     grad_clip: float | None = None  # max global gradient norm (None: no clipping)
     drop_last: bool = True  # epochs are whole batches (the last partial batch is skipped)
@@ -78,8 +105,29 @@ class TrainConfig:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.log_every < 1:
             raise ValueError(f"log_every must be >= 1, got {self.log_every}")
+        if self.checkpoint_seconds is not None and self.checkpoint_seconds < 0:
+            raise ValueError(f"checkpoint_seconds must be >= 0, got {self.checkpoint_seconds}")
         if self.grad_clip is not None and not self.grad_clip > 0:
             raise ValueError(f"grad_clip must be positive, got {self.grad_clip}")
+
+
+CHECKPOINT_SECONDS_ENV = "PAPERZOO_CHECKPOINT_SECONDS"
+
+
+def checkpoint_seconds_default() -> float:
+    """Wall seconds between checkpoints when a ``TrainConfig`` leaves it open: the environment
+    variable ``PAPERZOO_CHECKPOINT_SECONDS`` if set (it reaches the processes of a multi-seed
+    run too), else 300."""
+    raw = os.environ.get(CHECKPOINT_SECONDS_ENV)
+    if raw is None or not raw.strip():
+        return 300.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also NaN
+        raise ValueError(f"{CHECKPOINT_SECONDS_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return value
 
 
 @dataclass
@@ -155,7 +203,9 @@ class Trainer:
         out_dir: where ``metrics.jsonl`` and ``checkpoints/`` go (nothing is written if ``None``).
         lr_schedule: ``step -> multiplier`` of each param group's initial learning rate.
         eval_fn: ``(model) -> metrics`` run every ``config.eval_every`` steps and at the end.
-        extra: further modules/optimizers whose state belongs in checkpoints (GAN-style setups).
+        extra: further state that belongs in checkpoints: modules and optimizers (GAN-style
+            setups, manual steps), ``torch.Generator``s drawn from during training, and
+            ``Stateful`` objects (e.g. an ``eval_fn`` that keeps the best parameters).
         manual: ``loss_fn`` performs its own parameter updates.
         device: where batches and the model live.
     """
@@ -170,7 +220,7 @@ class Trainer:
         out_dir: str | Path | None = None,
         lr_schedule: Callable[[int], float] | None = None,
         eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
-        extra: dict[str, nn.Module | torch.optim.Optimizer] | None = None,
+        extra: dict[str, Extra] | None = None,
         manual: bool = False,
         device: str | torch.device = "cpu",
     ) -> None:
@@ -187,10 +237,18 @@ class Trainer:
         self.lr_schedule = lr_schedule
         self.eval_fn = eval_fn
         self.extra = dict(extra or {})
+        for k, v in self.extra.items():
+            if not isinstance(v, nn.Module | torch.optim.Optimizer | torch.Generator | Stateful):
+                raise TypeError(
+                    f"extra[{k!r}] must be a module, optimizer, generator or have "
+                    f"state_dict/load_state_dict, got {type(v).__name__}"
+                )
         self.manual = manual
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.history = History()
         self.step = 0
+        self.finished = False  # the final checkpoint was written (or loaded)
+        self._saved_at = time.monotonic()  # when the last checkpoint was written
         self._window: dict[str, list[float]] = {}
         self._tb: Any = None
         self._train_model = self._wrap(self.model)
@@ -219,6 +277,17 @@ class Trainer:
         mods["model"] = self.model
         return mods
 
+    def _generators(self) -> dict[str, torch.Generator]:
+        return {k: v for k, v in self.extra.items() if isinstance(v, torch.Generator)}
+
+    def _objects(self) -> dict[str, Stateful]:
+        kinds = nn.Module | torch.optim.Optimizer | torch.Generator
+        objs = {k: v for k, v in self.extra.items() if not isinstance(v, kinds)}
+        return objs  # type: ignore[return-value]
+
+    def _fingerprint(self) -> dict[str, Any]:
+        return {k: getattr(self.config, k) for k in _FINGERPRINT}
+
     @property
     def checkpoint_dir(self) -> Path | None:
         return self.out_dir / "checkpoints" if self.out_dir is not None else None
@@ -228,19 +297,51 @@ class Trainer:
         return {
             "modules": {k: m.state_dict() for k, m in self._modules().items()},
             "optimizers": {k: o.state_dict() for k, o in self._optimizers().items()},
+            "generators": {k: g.get_state() for k, g in self._generators().items()},
+            "objects": {k: o.state_dict() for k, o in self._objects().items()},
             "rng": capture_global_rng(),
             "history": self.history.records,
             "window": self._window,
+            "config": self._fingerprint(),
+            "finished": self.finished,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for k, m in self._modules().items():
-            m.load_state_dict(state["modules"][k])
-        for k, o in self._optimizers().items():
-            o.load_state_dict(state["optimizers"][k])
+        saved = state.get("config")
+        if saved is not None and saved != self._fingerprint():
+            diff = ", ".join(
+                f"{k} {saved.get(k)!r} -> {v!r}"
+                for k, v in self._fingerprint().items()
+                if saved.get(k) != v
+            )
+            raise ckpt.CheckpointError(
+                f"the checkpoint in {self.checkpoint_dir} was written with other settings "
+                f"({diff}); remove it or train into another directory"
+            )
+        try:
+            for k, m in self._modules().items():
+                m.load_state_dict(state["modules"][k])
+            for k, o in self._optimizers().items():
+                o.load_state_dict(state["optimizers"][k])
+            for k, g in self._generators().items():
+                g.set_state(state["generators"][k].to(torch.uint8))
+            for k, obj in self._objects().items():
+                obj.load_state_dict(state["objects"][k])
+        except (KeyError, RuntimeError, ValueError) as err:
+            raise ckpt.CheckpointError(
+                f"the checkpoint in {self.checkpoint_dir} does not match this model: {err}"
+            ) from err
         restore_global_rng(state["rng"])
         self.history = History([dict(r) for r in state["history"]])
         self._window = {k: list(v) for k, v in state["window"].items()}
+        if self.step > self.config.steps:
+            raise ckpt.CheckpointError(
+                f"the checkpoint in {self.checkpoint_dir} is at step {self.step}, past this "
+                f"run's {self.config.steps} steps; remove it or train into another directory"
+            )
+        # (Checkpoints written before the flag existed: the last one was written at the end.)
+        done = bool(state.get("finished", True))
+        self.finished = done and self.step == self.config.steps
 
     def save_checkpoint(self) -> None:
         if self.checkpoint_dir is None or not self.dist.is_main:
@@ -248,6 +349,7 @@ class Trainer:
         ckpt.save_state(
             self.checkpoint_dir, self.step, self.state_dict(), keep=self.config.keep_checkpoints
         )
+        self._saved_at = time.monotonic()
 
     def resume(self) -> bool:
         """Load the newest checkpoint in ``out_dir`` if there is one; True if something loaded."""
@@ -256,7 +358,10 @@ class Trainer:
             return False
         self.step, state = ckpt.load_state(d)
         self.load_state_dict(state)
-        log.info("resumed from step %d in %s", self.step, d)
+        if self.finished:
+            log.info("%s: finished earlier, loaded from %s", self.config.desc, d)
+        else:
+            log.info("%s: resumed from step %d in %s", self.config.desc, self.step, d)
         return True
 
     # -- data ---------------------------------------------------------------------------------
@@ -327,6 +432,18 @@ class Trainer:
             raise NonFiniteLossError(self.step, metrics["loss"])
         return metrics
 
+    def _restart_metrics_file(self) -> None:
+        """metrics.jsonl holds exactly the records of ``self.history`` (a resumed run drops what
+        was logged after its checkpoint; a fresh run drops an older run's records)."""
+        if self.out_dir is None or not self.dist.is_main:
+            return
+        path = self.out_dir / "metrics.jsonl"
+        if self.history.records:
+            text = "".join(json.dumps(r) + "\n" for r in self.history.records)
+            atomic_write_text(path, text)
+        else:
+            path.unlink(missing_ok=True)
+
     def _log(self, record: dict[str, float]) -> None:
         self.history.records.append(record)
         if self.out_dir is None or not self.dist.is_main:
@@ -363,17 +480,34 @@ class Trainer:
 
         Training runs under a forked global RNG seeded from ``config.seed`` (dropout and other
         global-RNG draws are reproducible, and the caller's random stream is left untouched);
-        resuming restores the RNG state saved in the checkpoint.
+        resuming restores the RNG state saved in the checkpoint. A finished run (its final
+        checkpoint found) is loaded and returned without training or evaluating again. Without
+        ``resume`` older checkpoints in ``out_dir`` are replaced.
+
+        Raises:
+            interrupt.Interrupted: SIGINT / SIGTERM arrived (handlers installed by the
+                application): the step in progress was completed and checkpointed first.
         """
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(derive_seed(self.config.seed, "global"))
-            if resume:
-                self.resume()
-            self._loop(data)
+            resumed = self.resume() if resume else False
+            if not resumed and self.checkpoint_dir is not None and self.dist.is_main:
+                ckpt.remove_all(self.checkpoint_dir)
+            self._restart_metrics_file()
+            if not self.finished:
+                self._loop(data)
         return self.history
 
     def _loop(self, data: DataSource) -> None:
+        with interrupt.deferred():  # a signal stops the loop after a step, with a checkpoint
+            self._train(data)
+            self._evaluate()
+            self.finished = True
+            if self.checkpoint_dir is not None:
+                self.save_checkpoint()
+
+    def _train(self, data: DataSource) -> None:
         cfg = self.config
         batches = self._batches(data)
         report = cfg.progress and self.dist.is_main
@@ -381,6 +515,11 @@ class Trainer:
         bar = tqdm(total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False)
         lines = _ProgressLines(cfg, self.step) if report and not show else None
         loss: float | None = None
+        every_seconds = cfg.checkpoint_seconds
+        if every_seconds is None:
+            every_seconds = checkpoint_seconds_default()
+        every_seconds = every_seconds if self.checkpoint_dir is not None else 0.0
+        self._saved_at = time.monotonic()
         try:
             while self.step < cfg.steps:
                 batch = _to_device(next(batches), self.device, cfg.channels_last)
@@ -399,14 +538,30 @@ class Trainer:
                     self._evaluate()
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                     self.save_checkpoint()
+                elif (
+                    every_seconds
+                    and self.step < cfg.steps
+                    and time.monotonic() - self._saved_at >= every_seconds
+                ):
+                    self.save_checkpoint()
                 bar.update(1)
                 if lines is not None:
                     lines.tick(self.step, loss)
+                signum = interrupt.requested()
+                if signum is not None:
+                    self._stop(signum)
         finally:
             bar.close()
-        self._evaluate()
+
+    def _stop(self, signum: int) -> None:
+        """Checkpoint the completed step and raise ``Interrupted``."""
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
+            log.warning(
+                "%s: stopped at step %d/%d; checkpoint in %s",
+                self.config.desc, self.step, self.config.steps, self.checkpoint_dir,
+            )  # fmt: skip
+        raise interrupt.Interrupted(signum)
 
 
 class _ProgressLines:
