@@ -490,6 +490,8 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
     ("set-no-value", _nothing, ["reproduce", "resnet", "--set", "steps"], "KEY=VALUE"),
     ("set-negative-steps", _nothing, ["reproduce", "resnet", "--scale", "smoke", "--set", "steps=-5"],
      "steps"),
+    ("set-unknown-task", _nothing,
+     ["reproduce", "ggnn", "--scale", "smoke", "--set", 'tasks=["babi99"]'], "babi99"),
     ("seeds-letters", _nothing, ["reproduce", "resnet", "--seeds", "a-b"],
      "argument --seeds: --seeds takes a range"),
     ("seeds-reversed", _nothing, ["reproduce", "resnet", "--seeds", "3-1"], "got '3-1'"),
@@ -540,6 +542,11 @@ KNOWN = {
     "idx-missing-seeds": (
         "experiments/runner.py: a seed process that exits 2 on bad data becomes SeedRunError, "
         "exit 1, 'seed runs failed: <logs>' instead of the seed's own one-line error",
+        True,
+    ),
+    "set-unknown-task": (
+        "experiments/ggnn.py: an unknown task in --set tasks fails with "
+        "'tuple.index(x): x not in tuple'",
         True,
     ),
     "cached-record-corrupt": (
