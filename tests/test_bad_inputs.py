@@ -242,6 +242,8 @@ def _ckpt(kind: str) -> Setup:
             _truncate(ckdir / "step_00000003.safetensors")
         elif kind == "tensors-missing":
             (ckdir / "step_00000003.safetensors").unlink()
+        elif kind == "json-list":
+            (ckdir / "step_00000003.json").write_text("[3]")
         elif kind == "tensor-absent":  # the JSON names a tensor the safetensors lacks
             save_file({"other": torch.zeros(1)}, str(ckdir / "step_00000003.safetensors"))
         # kind == "other-model": a complete checkpoint, but of something else
@@ -447,8 +449,12 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
      "checkpoint file missing: "),
     ("ckpt-json-truncated", _ckpt("json-truncated"), DIS, "checkpoint step_00000003 in"),
     ("ckpt-tensors-truncated", _ckpt("tensors-truncated"), DIS, "checkpoint step_00000003 in"),
-    ("ckpt-tensors-missing", _ckpt("tensors-missing"), DIS, "step_00000003.safetensors"),
-    ("ckpt-tensor-absent", _ckpt("tensor-absent"), DIS, "step_00000003"),
+    ("ckpt-tensors-missing", _ckpt("tensors-missing"), DIS,
+     "checkpoint file missing: TMP/out/models/beta_vae-beta4-s0/train/checkpoints/step_00000003.safetensors"),
+    ("ckpt-tensor-absent", _ckpt("tensor-absent"), DIS,
+     "checkpoint step_00000003 in TMP/out/models/beta_vae-beta4-s0/train/checkpoints is incomplete"),
+    ("ckpt-json-not-object", _ckpt("json-list"), DIS,
+     "step_00000003.json: unsupported checkpoint format 'list'"),
     ("ckpt-other-model", _ckpt("other-model"), DIS, "checkpoints does not match this model"),
     ("cached-record-corrupt", _cached_record, DIS, "models/ground-truth/result.json"),
     # results.json to merge and summary
@@ -526,19 +532,6 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
 # Defects outside the files this catalogue's author may change: kept visible, expected to fail
 # (strict: remove the entry with the fix). Case id -> (where and what, strict).
 KNOWN = {
-    "ckpt-tensors-missing": (
-        "engine/checkpoint.py: safetensors' FileNotFoundError has no filename",
-        True,
-    ),
-    "ckpt-tensor-absent": (
-        "engine/checkpoint.py: 'tensor ... missing' does not name the checkpoint",
-        True,
-    ),
-    "ckpt-other-model": (
-        "engine/trainer.py: a checkpoint of another model raises torch's RuntimeError "
-        "(a CheckpointError is on its way with the resume work)",
-        False,
-    ),
     "idx-missing-seeds": (
         "experiments/runner.py: a seed process that exits 2 on bad data becomes SeedRunError, "
         "exit 1, 'seed runs failed: <logs>' instead of the seed's own one-line error",

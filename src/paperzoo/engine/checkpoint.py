@@ -128,13 +128,17 @@ def load_state(directory: str | Path, step: int | None = None) -> tuple[int, dic
     try:
         meta = json.loads(jpath.read_text())
         tensors = load_file(str(tpath))
-    except FileNotFoundError as err:
-        raise CheckpointError(f"checkpoint file missing: {err.filename}") from err
+    except FileNotFoundError as err:  # safetensors' own error names no file
+        raise CheckpointError(f"checkpoint file missing: {err.filename or tpath}") from err
     except (json.JSONDecodeError, OSError, RuntimeError, ValueError, SafetensorError) as err:
         raise CheckpointError(f"checkpoint {stem} in {directory} is corrupt: {err}") from err
-    if meta.get("format") != FORMAT_VERSION:
-        raise CheckpointError(f"{jpath}: unsupported checkpoint format {meta.get('format')!r}")
-    return int(meta["step"]), _join(meta["state"], tensors)
+    found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+    if found != FORMAT_VERSION:
+        raise CheckpointError(f"{jpath}: unsupported checkpoint format {found!r}")
+    try:
+        return int(meta["step"]), _join(meta["state"], tensors)
+    except (CheckpointError, KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"checkpoint {stem} in {directory} is incomplete: {err}") from None
 
 
 def save_weights(path: str | Path, module: torch.nn.Module) -> None:
