@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from paperzoo.adversarial.attacks.base import Attack, unwrap_model
 from paperzoo.engine import History, TrainConfig, Trainer
+from paperzoo.engine.trainer import Extra
 
 AttackFactory = Callable[[nn.Module], Attack]
 LossFnOut = tuple[Tensor, dict[str, float]]
@@ -100,6 +101,8 @@ def train_classifier(
     lr_schedule: Callable[[int], float] | None = None,
     eval_fn: Callable[[nn.Module], dict[str, float]] | None = None,
     log_every: int = 50,
+    extra: dict[str, Extra] | None = None,
+    resume: bool = False,
 ) -> History:
     """Train ``model`` in place on ``(x, y)`` with ERM or adversarial training.
 
@@ -115,6 +118,9 @@ def train_classifier(
         lr_schedule: ``step -> multiplier`` of the learning rate.
         eval_fn: ``model -> metrics`` run at the end (and by the engine's eval schedule).
         log_every: average the metrics over this many steps per log record.
+        extra: further state for the engine's checkpoints (e.g. a generator the model draws
+            from while training).
+        resume: continue from the newest checkpoint in ``out_dir`` (a finished run is loaded).
 
     Returns:
         The engine's ``History``.
@@ -136,6 +142,7 @@ def train_classifier(
         out_dir=out_dir,
         lr_schedule=lr_schedule,
         eval_fn=eval_fn,
+        extra=extra,
         device=device,
     )
-    return trainer.fit((x, y))
+    return trainer.fit((x, y), resume=resume)

@@ -282,7 +282,7 @@ class CoordConvExperiment(Experiment):
             out_dir=ctx.out_dir / "runs" / tag,
             manual=step_fn is not loss_fn,
         )
-        hist = trainer.fit(data)
+        hist = trainer.fit(data, resume=True)
         model.cpu()
         return hist
 

@@ -396,7 +396,7 @@ class DrawExperiment(Experiment):
             out_dir=ctx.out_dir / "runs" / variant,
         )
         step_of.append(trainer)
-        return trainer.fit((x_train,))
+        return trainer.fit((x_train,), resume=True)
 
     # -- figures --------------------------------------------------------------------------------
     @staticmethod

@@ -206,8 +206,10 @@ class GATExperiment(Experiment):
                 classifier_optimizer=opt,
                 config=cfg.gat,
             )
+            extra = {"generator": generator, "generator_optimizer": gen_opt,
+                     "classifier_optimizer": opt}  # fmt: skip
             trainer = Trainer(model, None, gat.step, config=tc, manual=True, device=ctx.device,
-                              out_dir=out_dir, extra={"generator": generator, "generator_optimizer": gen_opt})  # fmt: skip
+                              out_dir=out_dir, extra=extra)  # fmt: skip
         else:
             if name == "fgsm_at":
                 loss = adversarial_loss_fn(lambda m: FGSM(m, eps=cfg.train_eps), clean_weight=0.5)
@@ -216,7 +218,7 @@ class GATExperiment(Experiment):
             else:
                 loss = adversarial_loss_fn(None)
             trainer = Trainer(model, opt, loss, config=tc, device=ctx.device, out_dir=out_dir)
-        trainer.fit((split.x_train, split.y_train))
+        trainer.fit((split.x_train, split.y_train), resume=True)
         model.cpu().eval()
         if generator is not None:
             generator.cpu().eval()

@@ -324,6 +324,14 @@ class _BestKeeper:
             self.best, self.state = (acc, -loss), copy.deepcopy(model.state_dict())
         return {"val_acc": acc, "val_loss": loss}
 
+    def state_dict(self) -> dict[str, Any]:  # checkpointed with the run (resume)
+        return {"best": self.best, "state": self.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        best = state["best"]
+        self.best = (float(best[0]), float(best[1]))
+        self.state = state["state"]
+
 
 def _graph_logits(model: nn.Module, kind: str, b: dict[str, Tensor]) -> Tensor:
     """(B, L, classes) log-probabilities / logits for a collated batch of ``kind``."""
@@ -581,11 +589,11 @@ class GGNNExperiment(Experiment):
             ),
             out_dir=ctx.out_dir / "runs" / "-".join(map(str, (name, *run_key))),
             eval_fn=keeper if val else None,  # no validation data: keep the last parameters
-            extra={"optimizer": opt},
+            extra={"optimizer": opt, "keeper": keeper},
             manual=True,
             device=ctx.device,
         )
-        trainer.fit(_EpochBatches(train, cfg.batch_size, seed))
+        trainer.fit(_EpochBatches(train, cfg.batch_size, seed), resume=True)
         if keeper.state is not None:
             model.load_state_dict(keeper.state)
         return model.to("cpu"), keeper.best
@@ -701,11 +709,11 @@ class GGNNExperiment(Experiment):
             ),
             out_dir=ctx.out_dir / "runs" / f"{cell}-{name}-fold{fold}",
             eval_fn=keeper,
-            extra={"optimizer": opt},
+            extra={"optimizer": opt, "keeper": keeper},
             manual=True,
             device=ctx.device,
         )
-        trainer.fit((tok, ln, y))
+        trainer.fit((tok, ln, y), resume=True)
         if keeper.state is not None:
             model.load_state_dict(keeper.state)
         model.to("cpu")

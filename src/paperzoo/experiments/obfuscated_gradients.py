@@ -285,7 +285,7 @@ class ObfuscatedGradientsExperiment(Experiment):
                     image_size=kw.pop("image_size", side),
                 )
 
-        def fit(model: nn.Module, tag: str) -> nn.Module:
+        def fit(model: nn.Module, tag: str, **kw: Any) -> nn.Module:
             train_classifier(
                 model,
                 x_tr,
@@ -298,6 +298,8 @@ class ObfuscatedGradientsExperiment(Experiment):
                 seed=ctx.seed,
                 progress=ctx.progress,
                 desc=tag,
+                resume=True,
+                **kw,
             )
             return model.eval()
 
@@ -322,6 +324,7 @@ class ObfuscatedGradientsExperiment(Experiment):
         resize_pad = fit(
             InputTransformDefense(transform=resize, classifier=cnn(image_size=cfg.resize_out)),
             "resize_pad",
+            extra={"resize_generator": resize.generator},  # drawn from while training
         )
         sap = add_activation_pruning(
             copy.deepcopy(undefended), frac=cfg.sap_frac, generator=gen("sap")
@@ -343,6 +346,7 @@ class ObfuscatedGradientsExperiment(Experiment):
             seed=ctx.seed,
             progress=ctx.progress,
             desc="pgd_at",
+            resume=True,
         )
         pgd_at.eval()
         models: dict[str, nn.Module] = {

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import logging
 import math
 import shutil
@@ -70,6 +71,7 @@ from paperzoo.optim import (
     rescale_units_,
     unbalanced_init_,
 )
+from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +351,6 @@ class PathSGDExperiment(Experiment):
             for init in INITS
             for opt in OPTIMIZERS
         }
-        self._prune_checkpoints(runs, best, ctx)
 
         m: dict[str, float | None] = {}
         # Invariance: the same step size and batches from the balanced initialisation and from
@@ -365,6 +366,9 @@ class PathSGDExperiment(Experiment):
         lr_s = best[("unbalanced", "sgd")].lr
         if lr_s not in stable and stable:
             lr_s = max(stable)
+        pairs = [(i, "pathsgd", lr_p) for i in INITS] + [(i, "sgd", lr_s) for i in INITS]
+        evaluated = {id(r): r for r in best.values()} | {id(runs[k]): runs[k] for k in pairs}
+        self._prune_checkpoints(runs, evaluated, ctx)
         # The float64 pair: the rescaling is redone in float64 so both start from the same function
         # up to float64 rounding.
         base64 = copy.deepcopy(base).double()
@@ -378,8 +382,6 @@ class PathSGDExperiment(Experiment):
         }
 
         # Final evaluation: every choice is made; the test data are read from here on only.
-        pairs = [(i, "pathsgd", lr_p) for i in INITS] + [(i, "sgd", lr_s) for i in INITS]
-        evaluated = {id(r): r for r in best.values()} | {id(runs[k]): runs[k] for k in pairs}
         with ctx.final_evaluation():
             for r in evaluated.values():
                 self._evaluate_test(r, data, ctx)
@@ -540,6 +542,11 @@ class PathSGDExperiment(Experiment):
             }
 
         tag = f"{init}-{opt}-lr{lr:g}"
+        run_dir = ctx.out_dir / "runs" / tag
+        curves = run_dir / "curves.json"  # the run's record, kept when its weights are pruned
+        if curves.exists() and not (run_dir / "checkpoints" / "latest.json").exists():
+            log.info("%s: finished earlier (weights pruned), loading %s", tag, curves)
+            return _Run(**json.loads(curves.read_text()), model=None)
         trainer = Trainer(
             model,
             optimizer,
@@ -555,7 +562,7 @@ class PathSGDExperiment(Experiment):
             ),
             eval_fn=evaluate,
             device=ctx.device,
-            out_dir=ctx.out_dir / "runs" / tag,
+            out_dir=run_dir,
         )
         model.eval()
         with torch.no_grad():
@@ -563,7 +570,7 @@ class PathSGDExperiment(Experiment):
         diverged = False
         try:
             with seeded(ctx.seed):  # the same dropout masks in every run
-                hist = trainer.fit((split.x_train, split.y_train))
+                hist = trainer.fit((split.x_train, split.y_train), resume=True)
         except NonFiniteLossError as err:
             log.info("%s diverged: %s", tag, err)
             diverged, hist = True, trainer.history
@@ -574,17 +581,18 @@ class PathSGDExperiment(Experiment):
         ]
         if diverged or not all(math.isfinite(p["train_loss"]) for p in points):
             diverged = True
-        return _Run(
-            init=init,
-            opt=opt,
-            lr=lr,
-            diverged=diverged,
-            epochs=[float(i) for i in range(len(points))],
-            train_loss=[p["train_loss"] for p in points],
-            train_error=[p["train_error"] for p in points],
-            val_error=[p["val_error"] for p in points],
-            model=None if diverged else model,
-        )
+        record = {
+            "init": init,
+            "opt": opt,
+            "lr": lr,
+            "diverged": diverged,
+            "epochs": [float(i) for i in range(len(points))],
+            "train_loss": [p["train_loss"] for p in points],
+            "train_error": [p["train_error"] for p in points],
+            "val_error": [p["val_error"] for p in points],
+        }
+        atomic_write_text(curves, json.dumps(record))
+        return _Run(**record, model=None if diverged else model)
 
     @staticmethod
     def _evaluate_test(run: _Run, data: _Data, ctx: RunContext) -> None:
@@ -623,10 +631,11 @@ class PathSGDExperiment(Experiment):
                     desc=f"invariance-{init}-{opt}",
                 ),
                 device=ctx.device,
+                out_dir=ctx.out_dir / "runs" / f"invariance-{init}-{opt}-lr{lr:g}",
             )
             try:
                 with seeded(ctx.seed):
-                    trainer.fit((x, y))
+                    trainer.fit((x, y), resume=True)
             except NonFiniteLossError as err:
                 log.info("invariance run %s/%s diverged: %s", init, opt, err)
                 return None
@@ -643,11 +652,11 @@ class PathSGDExperiment(Experiment):
     @staticmethod
     def _prune_checkpoints(
         runs: dict[tuple[str, str, float], _Run],
-        best: dict[tuple[str, str], _Run],
+        keep: dict[int, _Run],
         ctx: RunContext,
     ) -> None:
-        """Keep the checkpoints of the chosen runs only (the grid would fill the disk)."""
-        keep = {id(r) for r in best.values()}
+        """Keep the checkpoints of the runs the final evaluation reads only (the grid would fill
+        the disk); the others' curves stay in their ``curves.json``."""
         for (init, opt, lr), r in runs.items():
             if id(r) not in keep:
                 shutil.rmtree(ctx.out_dir / "runs" / f"{init}-{opt}-lr{lr:g}" / "checkpoints", True)

@@ -347,7 +347,7 @@ class ResNetExperiment(Experiment):
         )
         x = data["x"].to(ctx.device)
         y = data["y"].to(ctx.device)
-        hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=ctx.scale == "full")
+        hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=True)
         start = cfg.steps - cfg.loss_window
         with ctx.final_evaluation():  # training is over: the test error is a final number
             test_err = self._error(model, data["x_test"], data["y_test"], ctx.device)

@@ -1,9 +1,18 @@
-"""Runs a registered experiment and writes its report."""
+"""Runs a registered experiment and writes its report.
+
+A run records what it is (``run.json`` in its output directory: paper, scale, seed, resolved config,
+data) before it trains; its models checkpoint under the same directory. A rerun of the same command
+with the same ``--out`` therefore resumes: finished models are loaded, unfinished ones continue
+from their last checkpoint. A different command pointed at that directory is refused.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +23,7 @@ import torch
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
+from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +91,96 @@ def resolve_config(name: str, scale: str, overrides: Mapping[str, str] | None = 
     return apply_overrides(get_experiment(name).config(scale), overrides or {})
 
 
+RUN_RECORD = "run.json"
+
+
+class RunMismatchError(ValueError):
+    """The output directory holds (checkpoints of) a different run."""
+
+
+def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[str, Any]:
+    """What decides a run's numbers (not the device or thread count): the resumable identity."""
+    return {
+        "paper": name,
+        "scale": ctx.scale,
+        "seed": ctx.seed,
+        "dataset": dataset,
+        "data_root": str(Path(ctx.data_root).resolve()) if ctx.data_root is not None else None,
+        "fold": ctx.fold,
+        "folds": list(ctx.folds) if ctx.folds else None,
+        "shard": list(ctx.shard) if ctx.shard else None,
+        "config": config_to_dict(cfg),
+    }
+
+
+def _diff(old: Any, new: Any, key: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [
+            d
+            for k in sorted(set(old) | set(new))
+            for d in _diff(old.get(k), new.get(k), f"{key}.{k}")
+        ]
+    return [] if old == new else [f"{key.lstrip('.')} {old!r} -> {new!r}"]
+
+
+def _has_state(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds something a run would resume from (checkpoints, or the records
+    of finished models that experiments keep: ``models/*/result.json``, ``runs/*/curves.json``)."""
+    if not out_dir.is_dir():
+        return False
+    patterns = ("**/checkpoints/latest.json", "models/*/result.json", "runs/*/curves.json")
+    return any(next(out_dir.glob(p), None) is not None for p in patterns)
+
+
+def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
+    """Record ``spec`` in ``out_dir/run.json``; True if the directory holds this run to resume.
+
+    Raises:
+        RunMismatchError: ``out_dir`` holds checkpoints of a different run, or checkpoints
+            without a record.
+    """
+    record = out_dir / RUN_RECORD
+    old: Any = None
+    if record.exists():
+        try:
+            old = json.loads(record.read_text())
+        except json.JSONDecodeError as err:
+            raise RunMismatchError(f"{record} is corrupt ({err}); remove it") from None
+        if json.dumps(old, sort_keys=True) == json.dumps(spec, sort_keys=True):
+            return True
+    if _has_state(out_dir):
+        if old is None:
+            raise RunMismatchError(
+                f"--out {out_dir} holds checkpoints without a {RUN_RECORD} (a run of an older "
+                "paperzoo) that cannot be checked against this command: choose another --out "
+                "or delete the directory"
+            )
+        diff = _diff(old, spec)
+        raise RunMismatchError(
+            f"--out {out_dir} holds checkpoints of a different run ({'; '.join(diff[:4])}"
+            f"{'; ...' if len(diff) > 4 else ''}): to resume it repeat its command; "
+            "otherwise choose another --out or delete the directory"
+        )
+    atomic_write_text(record, json.dumps(spec, indent=2) + "\n")  # nothing to resume: ours now
+    return False
+
+
 def run_experiment(
     name: str, ctx: RunContext, overrides: Mapping[str, str] | None = None
 ) -> Result:
-    """Run experiment ``name`` at ``ctx.scale``; rank 0 writes results.json and report.md."""
+    """Run experiment ``name`` at ``ctx.scale``; rank 0 writes results.json and report.md.
+
+    A rerun with the same ``ctx.out_dir`` resumes (see the module docstring).
+
+    Raises:
+        RunMismatchError: ``ctx.out_dir`` holds another run.
+    """
     exp = get_experiment(name)
     cfg = resolve_config(name, ctx.scale, overrides)
-    exp.dataset_name(ctx)  # validate --dataset before any work
+    dataset = exp.dataset_name(ctx)  # validate --dataset before any work
+    spec = run_spec(name, ctx, cfg, dataset)
+    if ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec):
+        log.info("%s: resuming the run in %s", name, ctx.out_dir)
     log.info("reproducing %s at scale %s (seed %d)", name, ctx.scale, ctx.seed)
     start = time.perf_counter()
     outcome = exp.run(cfg, ctx)
@@ -119,8 +212,12 @@ def run_seeds(
     the aggregate ``results.json`` / ``report.md`` (per-seed values, mean, std, verdicts) go to
     ``OUT``. The aggregate is exactly what ``paperzoo merge OUT/seed-*`` writes.
 
+    A signal (SIGINT / SIGTERM) is passed on to the running seed processes, which checkpoint
+    and stop; seeds not started yet are not started. Rerunning the command resumes every seed.
+
     Raises:
         SeedRunError: a seed's process failed (the message names its log).
+        paperzoo.engine.interrupt.Interrupted: a signal stopped the run (after its children).
     """
     import subprocess
     import sys
@@ -128,6 +225,9 @@ def run_seeds(
 
     out_dir = Path(out_dir).resolve()
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    lock = threading.Lock()
+    live: dict[int, subprocess.Popen[bytes]] = {}  # seed -> its running process
+    stopping: list[int] = []  # the signal that stops the run, once one arrived
 
     def one(seed: int) -> tuple[int, int, float]:
         seed_dir = out_dir / f"seed-{seed}"
@@ -135,8 +235,17 @@ def run_seeds(
         cmd = [sys.executable, "-m", "paperzoo", "reproduce", name, "--seed", str(seed)]
         cmd += ["--out", str(seed_dir), "--threads", str(threads), *(child_args or [])]
         start = time.perf_counter()
-        with open(seed_dir / "log.txt", "w") as logf:
-            rc = subprocess.call(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        with open(seed_dir / "log.txt", "a") as logf:
+            with lock:
+                if stopping:  # never start a seed once the run is stopping
+                    return seed, 128 + stopping[0], 0.0
+                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+                live[seed] = proc
+            try:
+                rc = proc.wait()
+            finally:
+                with lock:
+                    live.pop(seed, None)
         wall = time.perf_counter() - start
         log.info("%s seed %d finished in %.0f s (exit %d)", name, seed, wall, rc)
         return seed, rc, wall
@@ -146,7 +255,18 @@ def run_seeds(
         name, len(seeds), jobs, threads, out_dir,
     )  # fmt: skip
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        done = list(pool.map(one, seeds))
+        futures = [pool.submit(one, s) for s in seeds]
+        try:
+            done = [f.result() for f in futures]
+        except KeyboardInterrupt as stop:  # interrupt.Interrupted, or Ctrl-C without handlers
+            signum = getattr(stop, "signum", signal.SIGINT)
+            log.warning("%s: stopping the seed runs (they checkpoint first)", name)
+            with lock:
+                stopping.append(signum)
+            for f in futures:
+                f.cancel()
+            _stop_children(signum, lock, live)
+            raise
     failed = [(s, rc) for s, rc, _ in done if rc != 0]
     if failed:
         logs = ", ".join(
@@ -154,6 +274,25 @@ def run_seeds(
         )
         raise SeedRunError(f"{name}: seed runs failed: {logs}")
     return aggregate_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir)
+
+
+def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> None:
+    """Pass ``signum`` to the running seed processes and wait until they have exited; a repeated
+    signal is passed on too (the children then stop at once)."""
+    sent: set[int] = set()
+    while True:
+        with lock:
+            procs = [p for p in live.values() if p.poll() is None]
+        if not procs:
+            return
+        try:
+            for p in procs:
+                if p.pid not in sent:
+                    p.send_signal(signum)
+                    sent.add(p.pid)
+            time.sleep(0.1)
+        except KeyboardInterrupt as again:
+            signum, sent = getattr(again, "signum", signal.SIGINT), set()
 
 
 def aggregate_dirs(seed_dirs: list[Path], out_dir: Path) -> Result:

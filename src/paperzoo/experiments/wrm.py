@@ -327,7 +327,7 @@ class WRMExperiment(Experiment):
                 model, xtr, ytr, attack=factory, steps=cfg.spheres_steps,
                 batch_size=cfg.spheres_batch, lr=cfg.spheres_lr,
                 out_dir=ctx.out_dir / "runs" / f"spheres-{method}", device=ctx.device,
-                seed=ctx.seed, progress=ctx.progress, desc=f"spheres-{method}",
+                seed=ctx.seed, progress=ctx.progress, desc=f"spheres-{method}", resume=True,
             )  # fmt: skip
             models[method] = model.cpu()
             if method == "wrm":
@@ -417,6 +417,7 @@ class WRMExperiment(Experiment):
                 model, xtr, ytr, attack=factory, steps=steps, batch_size=cfg.mnist_batch,
                 lr=cfg.mnist_lr, out_dir=ctx.out_dir / "runs" / f"mnist-{method}",
                 device=ctx.device, seed=ctx.seed, progress=ctx.progress, desc=f"mnist-{method}",
+                resume=True,
             )  # fmt: skip
             models[method] = model.cpu()
             if method == "wrm":

@@ -38,6 +38,7 @@ def pgd_adversarial_training(
     progress: bool = False,
     desc: str = "pgd-at",
     lr_schedule: Callable[[int], float] | None = None,
+    resume: bool = False,
 ) -> History:
     """Train ``model`` in place with PGD adversarial training.
 
@@ -47,12 +48,12 @@ def pgd_adversarial_training(
             common stabiliser for MNIST at eps = 0.3; not in Madry et al.
         other args: see ``paperzoo.adversarial.training.train_classifier``.
     """
-    calls = {"n": 0}
+    calls = _Counter()
 
     def attack(m: nn.Module) -> PGD:
         # The factory is called once per training step, so its call count is the step number.
-        frac = min(1.0, (calls["n"] + 1) / eps_warmup) if eps_warmup > 0 else 1.0
-        calls["n"] += 1
+        frac = min(1.0, (calls.n + 1) / eps_warmup) if eps_warmup > 0 else 1.0
+        calls.n += 1
         return PGD(m, eps=eps * frac, alpha=alpha * frac, steps=attack_steps, norm=norm)
 
     return train_classifier(
@@ -71,4 +72,19 @@ def pgd_adversarial_training(
         progress=progress,
         desc=desc,
         lr_schedule=lr_schedule,
+        extra={"attack_calls": calls},  # checkpointed: the warm-up resumes where it was
+        resume=resume,
     )
+
+
+class _Counter:
+    """A call count that checkpoints (``state_dict`` / ``load_state_dict``)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"n": self.n}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.n = int(state["n"])
