@@ -272,6 +272,49 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    """``reproduce``; SIGINT / SIGTERM stop it cleanly (models checkpoint, a message says how to
+    resume) with exit status 128 + the signal's number (130, 143)."""
+    from paperzoo.engine import interrupt
+
+    with interrupt.handling():
+        try:
+            return _reproduce(args)
+        except interrupt.Interrupted as stop:
+            sys.stderr.write(
+                f"paperzoo: {stop}: the models trained so far are checkpointed; "
+                f"resume with:\n  {_resume_command(args)}\n"
+            )
+            return stop.exit_code
+
+
+def _default_out(args: argparse.Namespace, name: str) -> Path:
+    """Where ``reproduce`` writes when ``--out`` is not given."""
+    seeds = args.seeds or [args.seed]
+    tag = f"s{seeds[0]}" if args.seeds is None else f"seeds{seeds[0]}-{seeds[-1]}"
+    return Path("runs") / f"{name}-{args.scale}-{tag}"
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    """The command that resumes this ``reproduce`` (the same command, with its ``--out``)."""
+    import shlex
+
+    cmd = ["paperzoo", "reproduce", "--all" if args.all else args.name]
+    cmd += ["--seeds", ",".join(map(str, args.seeds))] if args.seeds else ["--seed", str(args.seed)]
+    if args.jobs > 1:
+        cmd += ["--jobs", str(args.jobs)]
+    if args.out is not None or not args.all:
+        cmd += ["--out", str(args.out if args.out is not None else _default_out(args, args.name))]
+    cmd += _child_args(args)
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    if args.shard is not None:
+        cmd += ["--shard", f"{args.shard[0]}/{args.shard[1]}"]
+    if args.quiet:
+        cmd.append("--quiet")
+    return shlex.join(cmd)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
     import torch
 
     from paperzoo.engine import init_distributed, seed_everything
@@ -313,8 +356,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     not_holding: list[str] = []
     for name in names:
         base = args.out / name if args.all and args.out else args.out
-        tag = f"s{seeds[0]}" if not multi else f"seeds{seeds[0]}-{seeds[-1]}"
-        out = base or Path("runs") / f"{name}-{args.scale}-{tag}"
+        out = base or _default_out(args, name)
         if multi and not dist.enabled:
             result = run_seeds(
                 name, seeds, out, jobs=jobs, threads=threads, child_args=_child_args(args)

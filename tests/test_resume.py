@@ -1,0 +1,94 @@
+"""Resume from the command line: a run killed mid-training (SIGKILL) and rerun with the same
+``--out`` reports exactly the numbers of an uninterrupted run; SIGTERM stops a multi-seed run
+cleanly (children checkpoint, exit 143, the resume command is printed); another command is not
+let into a directory that holds a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from paperzoo.cli import main
+
+# ResNet at smoke scale, longer: four nets, a procedural source with augmentation.
+STEPS = 40
+ARGS = ["reproduce", "resnet", "--scale", "smoke", "--quiet", "--threads", "1"]
+ARGS += ["--set", f"steps={STEPS}"]
+ENV = os.environ | {"OMP_NUM_THREADS": "1", "PAPERZOO_CHECKPOINT_SECONDS": "0.05"}
+
+
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    """``main(... --threads 1)`` sets torch's thread count for the process: restore it."""
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def _start(args: list[str], **kw) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "paperzoo", *args]
+    return subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, **kw)
+
+
+def _mid_training(out: Path) -> bool:
+    """Some model has a checkpoint before its last step."""
+    for pointer in out.glob("**/checkpoints/latest.json"):
+        try:
+            if 0 < json.loads(pointer.read_text())["step"] < STEPS:
+                return True
+        except (ValueError, OSError):  # being replaced
+            pass
+    return False
+
+
+def _wait_for(proc: subprocess.Popen, outs: list[Path], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(_mid_training(o) for o in outs):
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.01)
+
+
+def _claims(out: Path) -> dict[str, list]:
+    result = json.loads((out / "results.json").read_text())
+    return {c["id"]: c["per_seed"] for c in result["claims"]}
+
+
+def test_sigkilled_run_resumes_to_the_uninterrupted_numbers(tmp_path):
+    ref, out = tmp_path / "ref", tmp_path / "run"
+    proc = _start([*ARGS, "--seed", "0", "--out", str(out)])
+    _wait_for(proc, [out])
+    proc.kill()
+    assert proc.wait() == -signal.SIGKILL
+    assert not (out / "results.json").exists()
+    assert main([*ARGS, "--seed", "0", "--out", str(out)]) == 0  # the rerun resumes
+    assert main([*ARGS, "--seed", "0", "--out", str(ref)]) == 0  # uninterrupted
+    assert _claims(out) == _claims(ref)
+    # Another command is refused in a directory that holds a run (exit 2, nothing touched).
+    before = (out / "results.json").read_bytes()
+    assert main([*ARGS, "--seed", "1", "--out", str(out)]) == 2
+    assert (out / "results.json").read_bytes() == before
+
+
+def test_sigterm_stops_a_multi_seed_run_cleanly(tmp_path):
+    out = tmp_path / "seeds"
+    args = [*ARGS, "--seeds", "0-1", "--jobs", "2", "--out", str(out)]
+    proc = _start(args, stderr=subprocess.PIPE, text=True)
+    _wait_for(proc, [out / "seed-0", out / "seed-1"])
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "resume with:" in err and f"--seeds 0,1 --jobs 2 --out {out}" in err
+    for s in (0, 1):
+        log = (out / f"seed-{s}" / "log.txt").read_text()
+        assert "stopped by SIGTERM" in log and "resume with:" in log
+        assert not (out / f"seed-{s}" / "results.json").exists()
+    assert not (out / "results.json").exists()
