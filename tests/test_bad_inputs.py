@@ -532,11 +532,6 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
 # Defects outside the files this catalogue's author may change: kept visible, expected to fail
 # (strict: remove the entry with the fix). Case id -> (where and what, strict).
 KNOWN = {
-    "idx-missing-seeds": (
-        "experiments/runner.py: a seed process that exits 2 on bad data becomes SeedRunError, "
-        "exit 1, 'seed runs failed: <logs>' instead of the seed's own one-line error",
-        True,
-    ),
     "set-unknown-task": (
         "experiments/ggnn.py: an unknown task in --set tasks fails with "
         "'tuple.index(x): x not in tuple'",

@@ -196,6 +196,20 @@ class SeedRunError(RuntimeError):
     """A seed's process of a multi-seed run exited with an error."""
 
 
+class SeedUsageError(ValueError):
+    """The seed processes exited 2 (bad arguments or data): the first one's own error."""
+
+
+def _last_error(log_file: Path) -> str | None:
+    """The last ``paperzoo: error: ...`` line of a seed's log, without the prefix."""
+    prefix = "paperzoo: error: "
+    try:
+        lines = log_file.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((ln[len(prefix) :] for ln in reversed(lines) if ln.startswith(prefix)), None)
+
+
 def run_seeds(
     name: str,
     seeds: list[int],
@@ -216,7 +230,9 @@ def run_seeds(
     and stop; seeds not started yet are not started. Rerunning the command resumes every seed.
 
     Raises:
-        SeedRunError: a seed's process failed (the message names its log).
+        SeedUsageError: the failed seed processes exited 2 (bad arguments or data): the first
+            one's one-line error, naming its log.
+        SeedRunError: a seed's process failed otherwise (the message names the logs).
         paperzoo.engine.interrupt.Interrupted: a signal stopped the run (after its children).
     """
     import subprocess
@@ -268,6 +284,11 @@ def run_seeds(
             _stop_children(signum, lock, live)
             raise
     failed = [(s, rc) for s, rc, _ in done if rc != 0]
+    if failed and all(rc == 2 for _, rc in failed):
+        seed_log = out_dir / f"seed-{failed[0][0]}" / "log.txt"
+        message = _last_error(seed_log)
+        if message is not None:
+            raise SeedUsageError(f"{message} (seed {failed[0][0]}; log: {seed_log})")
     if failed:
         logs = ", ".join(
             f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
