@@ -1,4 +1,5 @@
-"""The training engine shared by every paper: loop, checkpoints, seeding, DDP."""
+"""The training engine shared by every paper: loop, checkpoints and resume, clean stops on
+SIGINT / SIGTERM (``engine.interrupt``), seeding, DDP."""
 
 from paperzoo.engine.checkpoint import (
     CheckpointError,
@@ -8,14 +9,17 @@ from paperzoo.engine.checkpoint import (
     save_weights,
 )
 from paperzoo.engine.distributed import DistInfo, current, init_distributed
+from paperzoo.engine.interrupt import Interrupted
 from paperzoo.engine.seeding import derive_seed, make_generator, seed_everything, seeded
-from paperzoo.engine.trainer import History, NonFiniteLossError, TrainConfig, Trainer
+from paperzoo.engine.trainer import History, NonFiniteLossError, Stateful, TrainConfig, Trainer
 
 __all__ = [
     "CheckpointError",
     "DistInfo",
     "History",
+    "Interrupted",
     "NonFiniteLossError",
+    "Stateful",
     "TrainConfig",
     "Trainer",
     "current",
