@@ -92,3 +92,18 @@ def test_sigterm_stops_a_multi_seed_run_cleanly(tmp_path):
         assert "stopped by SIGTERM" in log and "resume with:" in log
         assert not (out / f"seed-{s}" / "results.json").exists()
     assert not (out / "results.json").exists()
+
+
+def test_the_printed_resume_command_repeats_the_run():
+    from paperzoo.cli import _resume_command, build_parser
+
+    def cmd(*argv: str) -> str:
+        return _resume_command(build_parser().parse_args(["reproduce", *argv]))
+
+    assert cmd("gat", "--scale", "smoke", "--set", "steps=4") == (
+        "paperzoo reproduce gat --seed 0 --out runs/gat-smoke-s0 --scale smoke --set steps=4"
+    )
+    assert cmd("ggnn", "--seeds", "0-3", "--jobs", "2", "--threads", "1", "--out", "o d") == (
+        "paperzoo reproduce ggnn --seeds 0,1,2,3 --jobs 2 --out 'o d' --scale quick --threads 1"
+    )
+    assert "--folds 1,2 --data-root r" in cmd("ggnn", "--folds", "1-2", "--data-root", "r")

@@ -304,7 +304,11 @@ def _resume_command(args: argparse.Namespace) -> str:
         cmd += ["--jobs", str(args.jobs)]
     if args.out is not None or not args.all:
         cmd += ["--out", str(args.out if args.out is not None else _default_out(args, args.name))]
-    cmd += _child_args(args)
+    child = _child_args(args)
+    if not args.folds and args.fold == 1:  # the default: leave it out
+        i = child.index("--fold")
+        del child[i : i + 2]
+    cmd += child
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     if args.shard is not None:
