@@ -107,3 +107,24 @@ def test_the_printed_resume_command_repeats_the_run():
         "paperzoo reproduce ggnn --seeds 0,1,2,3 --jobs 2 --out 'o d' --scale quick --threads 1"
     )
     assert "--folds 1,2 --data-root r" in cmd("ggnn", "--folds", "1-2", "--data-root", "r")
+
+
+def test_out_dir_is_claimed_by_one_run(tmp_path):
+    from paperzoo.engine import save_state
+    from paperzoo.experiments.runner import RunMismatchError, claim_out_dir
+
+    spec = {"paper": "gat", "seed": 0, "config": {"steps": 3, "eps": [0.1, float("nan")]}}
+    other = {**spec, "config": {"steps": 4, "eps": [0.1, float("nan")]}}
+    assert claim_out_dir(tmp_path, spec) is False  # a fresh directory: recorded
+    assert claim_out_dir(tmp_path, spec) is True  # the same run: resume
+    assert claim_out_dir(tmp_path, other) is False  # nothing to resume yet: the new run's now
+    save_state(tmp_path / "runs" / "m" / "checkpoints", 1, {"w": torch.zeros(1)})
+    with pytest.raises(RunMismatchError, match=r"different run \(config.steps 4 -> 3\)"):
+        claim_out_dir(tmp_path, spec)
+    (tmp_path / "run.json").write_text("{oops")
+    with pytest.raises(RunMismatchError, match="run.json is corrupt"):
+        claim_out_dir(tmp_path, spec)
+    (tmp_path / "run.json").unlink()
+    with pytest.raises(RunMismatchError, match="checkpoints without a run.json"):
+        claim_out_dir(tmp_path, spec)
+    assert not (tmp_path / "run.json").exists()  # refused: nothing written

@@ -120,7 +120,8 @@ def _diff(old: Any, new: Any, key: str = "") -> list[str]:
             for k in sorted(set(old) | set(new))
             for d in _diff(old.get(k), new.get(k), f"{key}.{k}")
         ]
-    return [] if old == new else [f"{key.lstrip('.')} {old!r} -> {new!r}"]
+    same = json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)  # NaN == NaN
+    return [] if same else [f"{key.lstrip('.')} {old!r} -> {new!r}"]
 
 
 def _has_state(out_dir: Path) -> bool:
@@ -144,8 +145,12 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
     if record.exists():
         try:
             old = json.loads(record.read_text())
-        except json.JSONDecodeError as err:
-            raise RunMismatchError(f"{record} is corrupt ({err}); remove it") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            if _has_state(out_dir):
+                raise RunMismatchError(
+                    f"{record} is corrupt ({err}): its checkpoints cannot be checked against "
+                    "this command; choose another --out or delete the directory"
+                ) from None
         if json.dumps(old, sort_keys=True) == json.dumps(spec, sort_keys=True):
             return True
     if _has_state(out_dir):
