@@ -62,6 +62,15 @@ def _claims(out: Path) -> dict[str, list]:
     return {c["id"]: c["per_seed"] for c in result["claims"]}
 
 
+def _final_weights(out: Path) -> dict[str, list]:
+    from paperzoo.engine import load_state
+
+    return {
+        str(d.relative_to(out)): [t.tolist() for t in load_state(d)[1]["modules"]["model"].values()]
+        for d in sorted(out.glob("runs/*/checkpoints"))
+    }
+
+
 def test_sigkilled_run_resumes_to_the_uninterrupted_numbers(tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "run"
     proc = _start([*ARGS, "--seed", "0", "--out", str(out)])
@@ -72,6 +81,7 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_numbers(tmp_path):
     assert main([*ARGS, "--seed", "0", "--out", str(out)]) == 0  # the rerun resumes
     assert main([*ARGS, "--seed", "0", "--out", str(ref)]) == 0  # uninterrupted
     assert _claims(out) == _claims(ref)
+    assert _final_weights(out) == _final_weights(ref)  # bitwise, not only the rounded claims
     # Another command is refused in a directory that holds a run (exit 2, nothing touched).
     before = (out / "results.json").read_bytes()
     assert main([*ARGS, "--seed", "1", "--out", str(out)]) == 2
