@@ -15,7 +15,18 @@ def test_smoke_run_writes_report(smoke_ctx):
     d = json.loads((smoke_ctx.out_dir / "results.json").read_text())
     assert d["paper"] == "coordconv" and d["scale"] == "smoke"
     assert {c["id"] for c in d["claims"]} == {c.id for c in result.claims}
-    assert all(c["measured"] is not None for c in d["claims"])
+    # At smoke scale the deconv nets cannot fit their training points in 4 steps: the findings
+    # that presuppose the fit are not measured, and a note says why; everything else is.
+    unmeasured = {c["id"] for c in d["claims"] if c["measured"] is None}
+    assert unmeasured == {
+        "quadrant.classification.deconv.test_acc",
+        "uniform.classification.deconv.test_acc",
+        "uniform.classification.coordconv_minus_deconv.test_acc",
+    }
+    assert {c["verdict"] for c in d["claims"] if c["id"] in unmeasured} == {"not measured"}
+    assert sum("did not fit its" in n for n in d["notes"]) == 2
+    extra = d["details"]["extra"]
+    assert all(0.0 <= extra[k] <= 1.0 for k in unmeasured if "minus" not in k)
     checks = {c["id"]: c for c in d["claims"] if c["kind"] == "check"}
     assert checks["painter.coordconv.params"]["holds"] is True
     assert checks["painter.deconv_over_coordconv.params"]["holds"] is True
