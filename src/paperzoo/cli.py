@@ -143,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--folds", type=_folds, help="several official bAbI folds (1-10, 1,3): mean ± std over them"
     )
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
+    r.add_argument(
+        "--max-steps",
+        type=_positive,
+        metavar="N",
+        help="stop every training loop after N steps and estimate the whole run's time on "
+        "this device (verdicts marked partial)",
+    )
 
     c = sub.add_parser("config", help="the resolved config of a paper at a scale, as JSON")
     c.add_argument("name", help="paper name (see `paperzoo list`)")
@@ -245,6 +252,8 @@ def _child_args(args: argparse.Namespace) -> list[str]:
         out.append("--download")
     for item in args.overrides:
         out += ["--set", item]
+    if args.max_steps is not None:
+        out += ["--max-steps", str(args.max_steps)]
     return out
 
 
@@ -382,6 +391,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                     fold=args.fold,
                     folds=args.folds,
                     shard=args.shard,
+                    max_steps=args.max_steps,
                     dist=dist,
                 )
                 result = run_experiment(name, ctx, overrides)
@@ -441,7 +451,7 @@ def _check_out_dir(out: Path | None) -> None:
 def cmd_merge(args: argparse.Namespace) -> int:
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.runner import aggregate_dirs, build_result, get_experiment
-    from paperzoo.report import load_result, write_report
+    from paperzoo.report import combine_partial, load_result, write_report
 
     _check_out_dir(args.out)
     try:
@@ -474,6 +484,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot merge the shards in {dirs}: {err!r}") from None
     wall = sum(r.wall_seconds for r in results)
     result = build_result(exp, outcome, ctx, wall)
+    caps = {r.partial["max_steps"] if r.partial else None for r in results}
+    if len(caps) > 1:
+        raise UsageError(
+            f"shards to merge must share one --max-steps, got {sorted(map(str, caps))}"
+        )
+    result.partial = combine_partial([r.partial for r in results])
     write_report(result, args.out)
     _print_table(result, args.out)
     return 0

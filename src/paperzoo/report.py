@@ -12,7 +12,9 @@ std, on how many seeds the target is met and a verdict:
 - ``reported``: a descriptive number with no target (checks only).
 
 A finding counts as *reproduced* only when it holds over at least 4 seeds (at ``full`` scale,
-where one run is expensive, over the seeds that were run); smoke runs never count.
+where one run is expensive, over the seeds that were run); smoke runs never count, and neither
+do partial runs (``--max-steps``: every loop stopped early; they carry an estimate of the whole
+run's time instead, under ``"partial"`` in results.json).
 """
 
 from __future__ import annotations
@@ -197,6 +199,8 @@ class Result:
     seed_dirs: list[str] = field(default_factory=list)  # an aggregate: the seed runs it read
     config: dict[str, Any] = field(default_factory=dict)  # the resolved config that ran
     overrides: dict[str, str] = field(default_factory=dict)  # --set KEY=VALUE applied to it
+    # --max-steps runs: {"max_steps", "estimate_seconds", "loops", ...}; None: a complete run
+    partial: dict[str, Any] | None = None
 
     @property
     def findings(self) -> list[ClaimResult]:
@@ -208,8 +212,9 @@ class Result:
 
     @property
     def counts_as_reproduction(self) -> bool:
-        """Whether verdicts here can count as reproduced findings (enough seeds, not smoke)."""
-        if self.scale == "smoke" or self.shard is not None:
+        """Whether verdicts here can count as reproduced findings (enough seeds, not smoke, not
+        a partial run)."""
+        if self.scale == "smoke" or self.shard is not None or self.partial is not None:
             return False
         return self.scale == "full" or len(self.seeds) >= MIN_SEEDS_REPRODUCED
 
@@ -248,6 +253,11 @@ class Result:
         }
         if self.shard is not None:
             d["shard"] = list(self.shard)
+        if self.partial is not None:  # the marker: verdicts of a run whose loops stopped early
+            d["partial"] = True
+            d["max_steps"] = self.partial["max_steps"]
+            d["estimate_seconds"] = self.partial["estimate_seconds"]
+            d["estimate"] = self.partial
         if self.seed_dirs:
             d["seed_dirs"] = list(self.seed_dirs)
         return d
@@ -281,6 +291,7 @@ class Result:
                 seed_dirs=list(d.get("seed_dirs", [])),
                 config=dict(d["config"]),
                 overrides=dict(d["overrides"]),
+                partial=dict(d["estimate"]) if d.get("partial") else None,
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -347,6 +358,9 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
             raise ValueError(f"seed runs must share one {key} (they ran different settings)")
     if any(r.shard is not None for r in runs):
         raise ValueError("shards are combined with the experiment's merge, not as seed runs")
+    caps = sorted({str(r.partial["max_steps"]) if r.partial else "none" for r in runs})
+    if len(caps) > 1:
+        raise ValueError(f"seed runs must share one --max-steps, got {', '.join(caps)}")
     spec = [(c.id, c.kind, c.target) for c in first.claims]
     for r in runs[1:]:
         if [(c.id, c.kind, c.target) for c in r.claims] != spec:
@@ -393,7 +407,24 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         seed_dirs=[seed_dirs[i] for i in order] if seed_dirs else [],
         config=first.config,
         overrides=first.overrides,
+        partial=combine_partial([r.partial for r in runs]),
     )
+
+
+def combine_partial(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The partial record of runs made one after another (seeds, shards): None if none is
+    partial; else the cap, the summed estimate (None if one is unknown) and each run's record."""
+    known = [p for p in parts if p is not None]
+    if not known:
+        return None
+    estimates = [p.get("estimate_seconds") for p in known]
+    return {
+        "max_steps": known[0]["max_steps"],
+        "estimate_seconds": None if None in estimates else round(sum(estimates), 1),
+        "device": ", ".join(sorted({str(p.get("device")) for p in known})),
+        "not_estimated": known[0].get("not_estimated", []),
+        "runs": known,
+    }
 
 
 def format_seeds(seeds: list[int]) -> str:
@@ -433,7 +464,9 @@ def headline(result: Result) -> str:
     if result.counts_as_reproduction:
         return f"Findings reproduced: {k} of {len(findings)} ({result.scale}, {seeds})"
     why = (
-        "smoke runs only prove the pipeline"
+        f"PARTIAL run: --max-steps {result.partial['max_steps']}, every loop stopped early"
+        if result.partial is not None
+        else "smoke runs only prove the pipeline"
         if result.scale == "smoke"
         else "one slice of a grid"
         if result.shard is not None
@@ -442,7 +475,9 @@ def headline(result: Result) -> str:
     return f"Findings holding: {k} of {len(findings)} ({result.scale}, {seeds}; {why})"
 
 
-def _claim_table(claims: list[ClaimResult], seeds: list[int], label: str) -> list[str]:
+def _claim_table(
+    claims: list[ClaimResult], seeds: list[int], label: str, partial: bool = False
+) -> list[str]:
     seed_cols = "".join(f" seed {s} |" for s in seeds)
     lines = [
         f"| {label} | paper |{seed_cols} mean ± std | target | verdict |",
@@ -454,6 +489,8 @@ def _claim_table(claims: list[ClaimResult], seeds: list[int], label: str) -> lis
         verdict = f"{_MARK[c.verdict]} {c.verdict}"
         if c.verdict != "reported":
             verdict += f" ({c.holds_on}/{len(c.per_seed)})"
+        if partial:
+            verdict += ", partial"
         lines.append(
             f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} |{cells} {spread} | {c.target} "
             f"| {verdict} |"
@@ -466,6 +503,8 @@ def render_markdown(result: Result) -> str:
     seeds = result.seeds
     seed_flag = f"--seed {seeds[0]}" if len(seeds) == 1 else f"--seeds {format_seeds(seeds)}"
     seed_flag += "".join(f" --set {k}={v}" for k, v in result.overrides.items())
+    if result.partial is not None:
+        seed_flag += f" --max-steps {result.partial['max_steps']}"
     lines = [
         f"# {result.title}",
         "",
@@ -483,10 +522,13 @@ def render_markdown(result: Result) -> str:
             for d in result.data
         ))  # fmt: skip
         lines.append("")
-    lines += ["## Findings", ""] + _claim_table(result.findings, seeds, "finding")
+    partial = result.partial is not None
+    if partial:
+        lines += _partial_lines(result)
+    lines += ["## Findings", ""] + _claim_table(result.findings, seeds, "finding", partial)
     if result.checks:
         lines += ["", "## Checks (by construction or sanity bounds; never counted as findings)", ""]
-        lines += _claim_table(result.checks, seeds, "check")
+        lines += _claim_table(result.checks, seeds, "check", partial)
     lines += [
         "",
         "Verdicts: holds = the mean and at least ceil(3n/4) of n seeds meet the target; "
@@ -500,6 +542,54 @@ def render_markdown(result: Result) -> str:
     if result.seed_dirs:
         lines += ["", "Seed runs: " + ", ".join(f"[{d}]({d}/report.md)" for d in result.seed_dirs)]
     return "\n".join(lines) + "\n"
+
+
+def _hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _loop_rows(loops: list[dict[str, Any]], depth: int = 0) -> list[str]:
+    rows = []
+    for lp in loops:
+        per, est = lp.get("seconds_per_iteration"), lp.get("estimate_seconds")
+        rows.append(
+            f"| {'&nbsp;&nbsp;' * depth}{lp['desc']} | {lp['kind']} | {lp['run']} "
+            f"| {lp['planned']} | {'—' if per is None else f'{per:.4g}'} "
+            f"| {'—' if est is None else _hms(est)} |"
+        )
+        rows += _loop_rows(lp.get("children", []), depth + 1)
+    return rows
+
+
+def _partial_lines(result: Result) -> list[str]:
+    """report.md: the partial-run banner, the estimate and the loops it was computed from."""
+    p = result.partial
+    assert p is not None
+    est = p.get("estimate_seconds")
+    runs = p.get("runs", [p])
+    lines = [
+        f"**PARTIAL RUN (--max-steps {p['max_steps']}): every training loop stopped after "
+        f"{p['max_steps']} steps; the verdicts below are not a reproduction.**",
+        "",
+        f"Estimated time of the whole run on {p.get('device')}: "
+        + ("unknown (a loop ran no step here)" if est is None else f"{_hms(est)} ({est:.0f} s)")
+        + (f", summed over {len(runs)} runs" if len(runs) > 1 else "")
+        + ". Each loop's planned steps times its measured time per step (the first step, "
+        "warm-up, left out); repeated parts (models, restarts) scaled by their count; "
+        "everything else (data, model construction, evaluation) counted as it ran here.",
+        "",
+    ]
+    left_out = p.get("not_estimated") or []
+    if left_out:
+        lines += ["Not in the estimate: " + "; ".join(left_out) + ".", ""]
+    lines += [
+        "| loop | kind | steps run | planned | s / step | estimate (h:mm:ss) |",
+        "|---|---|---|---|---|---|",
+        *_loop_rows(runs[0].get("loops", [])),
+        "",
+    ]
+    return lines
 
 
 def plot_findings_by_seed(result: Result, path: str | Path) -> bool:
@@ -560,15 +650,17 @@ def _summary_rows(results: list[Result]) -> tuple[list[list[str]], list[list[str
     papers, findings = [], []
     for r in results:
         d = r.to_dict()
+        scale = r.scale if r.partial is None else f"{r.scale} (PARTIAL, --max-steps)"
         papers.append([
-            r.paper, r.scale, format_seeds(r.seeds), d["findings_reproduced"] or "—",
+            r.paper, scale, format_seeds(r.seeds), d["findings_reproduced"] or "—",
             d["findings_holding"], d["checks_holding"],
         ])  # fmt: skip
         for c in r.findings:
             spread = "—" if c.mean is None else f"{_fmt(c.mean)} ± {_fmt(c.std)}"
             findings.append([
                 r.paper, c.id, _fmt(c.paper), spread, c.target,
-                f"{_MARK[c.verdict]} {c.verdict} ({c.holds_on}/{len(c.per_seed)})",
+                f"{_MARK[c.verdict]} {c.verdict} ({c.holds_on}/{len(c.per_seed)})"
+                + (", partial" if r.partial is not None else ""),
             ])  # fmt: skip
     return papers, findings
 

@@ -29,7 +29,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,6 +39,7 @@ from torch import Tensor, nn
 from torch.utils.data import Dataset, default_collate
 from tqdm.auto import tqdm
 
+from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import interrupt
 from paperzoo.engine.distributed import DistInfo, current
@@ -251,6 +253,7 @@ class Trainer:
         self._saved_at = time.monotonic()  # when the last checkpoint was written
         self._window: dict[str, list[float]] = {}
         self._tb: Any = None
+        self._timing: step_budget.Loop | None = None  # fit under a step budget: its record
         self._train_model = self._wrap(self.model)
         for opt in self._optimizers().values():
             for g in opt.param_groups:
@@ -488,6 +491,12 @@ class Trainer:
             interrupt.Interrupted: SIGINT / SIGTERM arrived (handlers installed by the
                 application): the step in progress was completed and checkpointed first.
         """
+        budget = step_budget.active()
+        if budget is not None and not budget.inside_step:
+            return self._fit_capped(data, resume, budget)
+        return self._fit(data, resume)
+
+    def _fit(self, data: DataSource, resume: bool) -> History:
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(derive_seed(self.config.seed, "global"))
@@ -499,10 +508,33 @@ class Trainer:
                 self._loop(data)
         return self.history
 
+    def _fit_capped(
+        self, data: DataSource, resume: bool, budget: step_budget.StepBudget
+    ) -> History:
+        """``fit`` under a step budget (``--max-steps``): at most ``budget.max_steps`` steps
+        (learning-rate schedules still see the planned step count through their closures), timed
+        for the run's estimate; the capped run checkpoints as finished at its last step."""
+        planned = self.config.steps
+        self.config = replace(self.config, steps=budget.cap(planned))
+        with budget.track(self.config.desc, "steps", planned) as node:
+            self._timing = node
+            try:
+                return self._fit(data, resume)
+            finally:
+                self._timing = None
+
     def _loop(self, data: DataSource) -> None:
         with interrupt.deferred():  # a signal stops the loop after a step, with a checkpoint
-            self._train(data)
+            budget = step_budget.active() if self._timing is not None else None
+            with budget.stepping() if budget is not None else nullcontext():
+                self._train(data)
+            start = time.perf_counter()
             self._evaluate()
+            if self._timing is not None and self.eval_fn is not None and self.config.eval_every:
+                # The full run also evaluates every eval_every steps on the way.
+                self._sync()
+                evals = (self._timing.planned - 1) // self.config.eval_every
+                self._timing.extra_seconds += evals * (time.perf_counter() - start)
             self.finished = True
             if self.checkpoint_dir is not None:
                 self.save_checkpoint()
@@ -520,6 +552,11 @@ class Trainer:
             every_seconds = checkpoint_seconds_default()
         every_seconds = every_seconds if self.checkpoint_dir is not None else 0.0
         self._saved_at = time.monotonic()
+        timing = self._timing
+        start_step = self.step
+        if timing is not None:
+            self._sync()
+        t0 = t1 = time.perf_counter()
         try:
             while self.step < cfg.steps:
                 batch = _to_device(next(batches), self.device, cfg.channels_last)
@@ -547,11 +584,22 @@ class Trainer:
                 bar.update(1)
                 if lines is not None:
                     lines.tick(self.step, loss)
+                if timing is not None and self.step == start_step + 1:
+                    self._sync()
+                    t1 = time.perf_counter()  # the first step (warm-up) is timed apart
                 signum = interrupt.requested()
                 if signum is not None:
                     self._stop(signum)
         finally:
             bar.close()
+            if timing is not None:
+                self._sync()
+                now = time.perf_counter()
+                timing.add(self.step - start_step, now - t0, now - t1)
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
     def _stop(self, signum: int) -> None:
         """Checkpoint the completed step and raise ``Interrupted``."""

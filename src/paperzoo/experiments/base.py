@@ -118,6 +118,8 @@ class RunContext:
     fold: int = 1  # GG-NN: which fold of the official bAbI files
     folds: tuple[int, ...] | None = None  # GG-NN: several official folds (--folds)
     shard: tuple[int, int] | None = None  # (k, n): run only slice k of n of a model grid
+    # --max-steps: every loop stops after this many steps (paperzoo.engine.budget); None: off
+    max_steps: int | None = None
     dist: DistInfo = field(default_factory=DistInfo)
     # Selection hygiene check (tests): test data passed through ``holdout`` raise when read
     # outside ``final_evaluation()`` (paperzoo.data.holdout). Off: both are no-ops.
@@ -169,6 +171,8 @@ class Experiment(ABC):
     claims: ClassVar[tuple[ClaimSpec, ...]]
     datasets: ClassVar[tuple[str, ...]] = ()
     configs: ClassVar[Mapping[str, Any]]
+    # What the time estimate of a --max-steps run leaves out (shown in its report).
+    not_estimated: ClassVar[tuple[str, ...]] = ()
 
     def config(self, scale: str) -> Any:
         if scale not in SCALES:

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from paperzoo.engine import budget
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
@@ -100,7 +101,7 @@ class RunMismatchError(ValueError):
 
 def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[str, Any]:
     """What decides a run's numbers (not the device or thread count): the resumable identity."""
-    return {
+    spec: dict[str, Any] = {
         "paper": name,
         "scale": ctx.scale,
         "seed": ctx.seed,
@@ -111,6 +112,9 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
         "shard": list(ctx.shard) if ctx.shard else None,
         "config": config_to_dict(cfg),
     }
+    if ctx.max_steps is not None:  # a capped run is another run (never resumed as a real one)
+        spec["max_steps"] = ctx.max_steps
+    return spec
 
 
 def _diff(old: Any, new: Any, key: str = "") -> list[str]:
@@ -160,6 +164,14 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
                 "paperzoo) that cannot be checked against this command: choose another --out "
                 "or delete the directory"
             )
+        if isinstance(old, dict) and old.get("max_steps") != spec.get("max_steps"):
+            had, has = old.get("max_steps"), spec.get("max_steps")
+            raise RunMismatchError(
+                f"--out {out_dir} holds checkpoints of "
+                + (f"a partial run (--max-steps {had})" if had else "a run without --max-steps")
+                + (f", not of one with --max-steps {has}" if has else ", not of a complete one")
+                + ": choose another --out or delete the directory"
+            )
         diff = _diff(old, spec)
         raise RunMismatchError(
             f"--out {out_dir} holds checkpoints of a different run ({'; '.join(diff[:4])}"
@@ -188,8 +200,19 @@ def run_experiment(
         log.info("%s: resuming the run in %s", name, ctx.out_dir)
     log.info("reproducing %s at scale %s (seed %d)", name, ctx.scale, ctx.seed)
     start = time.perf_counter()
-    outcome = exp.run(cfg, ctx)
-    result = build_result(exp, outcome, ctx, time.perf_counter() - start)
+    if ctx.max_steps is None:
+        outcome = exp.run(cfg, ctx)
+        wall = time.perf_counter() - start
+        partial = None
+    else:
+        with budget.capped(budget.StepBudget(ctx.max_steps, ctx.device)) as steps:
+            outcome = exp.run(cfg, ctx)
+        wall = time.perf_counter() - start
+        partial = steps.summary(wall)
+        partial["device"] = ctx.device
+        partial["not_estimated"] = list(exp.not_estimated)
+    result = build_result(exp, outcome, ctx, wall)
+    result.partial = partial
     result.config = config_to_dict(cfg)
     result.overrides = dict(overrides or {})
     if ctx.dist.is_main:
