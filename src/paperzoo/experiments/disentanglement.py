@@ -50,7 +50,15 @@ from torch import Tensor
 from paperzoo.data.abstract_reasoning import PGMs, range_embed, render_pgms, sample_pgms
 from paperzoo.data.base import DataInfo
 from paperzoo.data.ground_truth import GroundTruthData, Quantized, load_ground_truth
-from paperzoo.engine import TrainConfig, Trainer, derive_seed, load_weights, save_weights, seeded
+from paperzoo.engine import (
+    TrainConfig,
+    Trainer,
+    budget,
+    derive_seed,
+    load_weights,
+    save_weights,
+    seeded,
+)
 from paperzoo.engine.distributed import DistInfo, barrier
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.disentanglement import (
@@ -391,7 +399,8 @@ def _environment(cfg: DisentanglementConfig, ctx: RunContext, name: str) -> _Env
         if cfg.wren_train_puzzles
         else None
     )
-    test_pgms = sample_pgms(pgm.factor_sizes, cfg.wren_test_puzzles, rng)
+    # (--max-steps: a batch or two of test puzzles)
+    test_pgms = sample_pgms(pgm.factor_sizes, budget.items(cfg.wren_test_puzzles, 512), rng)
     return _Env(name, base, train, pgm, train_pgms, test_pgms)
 
 
@@ -504,19 +513,22 @@ def _metrics(
     def rng(key: str) -> np.random.Generator:
         return np.random.default_rng(derive_seed(ctx.seed, "metrics", key))
 
+    # (--max-steps: every sample size cut to a few batches)
     kw = {
         "batch_size": cfg.metric_batch,
-        "num_train": cfg.metric_train,
-        "num_eval": cfg.metric_eval,
+        "num_train": budget.items(cfg.metric_train, 50),
+        "num_eval": budget.items(cfg.metric_eval, 50),
     }
+    n_var = budget.items(cfg.variance_samples, 500)
     out = {
         "beta_vae": beta_vae_score(data, rep, rng("beta_vae"), **kw),
         "factor_vae": factor_vae_score(
-            data, rep, rng("factor_vae"), num_variance_estimate=cfg.variance_samples, **kw
+            data, rep, rng("factor_vae"), num_variance_estimate=n_var, **kw
         ),
     }
     r = rng("codes")
-    f_tr, f_te = data.sample_factors(cfg.code_train, r), data.sample_factors(cfg.code_test, r)
+    n_tr, n_te = budget.items(cfg.code_train, 500), budget.items(cfg.code_test, 500)
+    f_tr, f_te = data.sample_factors(n_tr, r), data.sample_factors(n_te, r)
     c_tr, c_te = encode_factors(data, rep, f_tr, r), encode_factors(data, rep, f_te, r)
     d = dci(
         c_tr,
@@ -543,7 +555,7 @@ def _reconstruction(
 ) -> float:
     """Mean Bernoulli reconstruction loss of the encoder mean on held-out images (lower is better)."""
     x = data.sample_observations(
-        cfg.recon_samples, np.random.default_rng(derive_seed(ctx.seed, "recon"))
+        budget.items(cfg.recon_samples, 256), np.random.default_rng(derive_seed(ctx.seed, "recon"))
     )
     total = 0.0
     for i in range(0, len(x), 256):
@@ -650,7 +662,7 @@ def _train_wren(
         return save
 
     runs = []
-    for r in range(cfg.wren_runs):
+    for r in budget.loop(cfg.wren_runs, "WReN runs", kind="repeat"):
         hp = _wren_hparams(cfg, ctx, item, r)
         seed = derive_seed(ctx.seed, "wren", item, r)
         with seeded(seed):
@@ -937,6 +949,9 @@ class DisentanglementExperiment(Experiment):
     title = "Are Disentangled Representations Helpful for Abstract Visual Reasoning?"
     datasets = ("abstract-dsprites", "color-shapes", "dsprites")
     claims = CLAIMS
+    not_estimated = (
+        "the metrics, reconstructions and WReN test puzzles beyond the first batches of their sample sizes",
+    )
     configs = CONFIGS
 
     def run(self, cfg: DisentanglementConfig, ctx: RunContext) -> Outcome:
@@ -945,8 +960,13 @@ class DisentanglementExperiment(Experiment):
         env = _environment(cfg, ctx, name)
         specs = {s.id: s for s in cfg.models}
         shard_list, own = shard_items(grid_items(cfg), ctx.shard, ctx.dist)
-        for item in own:
+        fixed = [i for i in own if i in (GROUND_TRUTH_ID, RANDOM_ID)]  # first in the grid
+        models = [i for i in own if i not in fixed]
+        for item in fixed:
             _evaluate_item(item, cfg, ctx, env, specs)
+        # (--max-steps: the first few models; the estimate scales to all of them)
+        for i in budget.loop(len(models), "VAE models", kind="repeat"):
+            _evaluate_item(models[i], cfg, ctx, env, specs)
         barrier()  # under torchrun: wait for every rank's models
         records = [self._load(ctx.out_dir, item) for item in shard_list]
         records = [r for r in records if r is not None]

@@ -53,7 +53,7 @@ from paperzoo.adversarial.defenses import (
 from paperzoo.adversarial.diagnostics import DiagnosticsConfig, diagnose
 from paperzoo.adversarial.training import train_classifier
 from paperzoo.data import load_dataset
-from paperzoo.engine import seeded
+from paperzoo.engine import budget, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics import accuracy
 from paperzoo.models.small import SmallCNN
@@ -204,6 +204,9 @@ class ObfuscatedGradientsExperiment(Experiment):
     )
     datasets = ("mnist5k", "mnist", "fashion-mnist")
     claims = _claims()
+    not_estimated = (
+        "the attacks and the checklist on the test examples beyond the first batches (n_eval, n_curve, n_diag)",
+    )
     configs = {
         "smoke": ObfuscatedConfig(
             n_train=256,
@@ -374,9 +377,10 @@ class ObfuscatedGradientsExperiment(Experiment):
 
             return make
 
+        n_eval = budget.items(cfg.n_eval, cfg.batch_size)  # (--max-steps: a few batches)
         x_ev, y_ev = (
-            split.x_test[: cfg.n_eval].to(ctx.device),
-            split.y_test[: cfg.n_eval].to(ctx.device),
+            split.x_test[:n_eval].to(ctx.device),
+            split.y_test[:n_eval].to(ctx.device),
         )
         x_cu, y_cu = x_ev[: cfg.n_curve], y_ev[: cfg.n_curve]
         measured: dict[str, Any] = {}

@@ -60,7 +60,7 @@ from torch import Tensor, nn
 
 from paperzoo.data import load_dataset
 from paperzoo.data.splits import validation_split
-from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
+from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import predict
 from paperzoo.models.small import MLP
@@ -338,10 +338,13 @@ class PathSGDExperiment(Experiment):
         runs: dict[tuple[str, str, float], _Run] = {}
         for init in INITS:
             for opt in OPTIMIZERS:
-                for lr in grids[opt]:
+                # (--max-steps: the first few step sizes of each grid; the estimate scales)
+                for i in budget.loop(len(grids[opt]), f"{init}-{opt} step sizes", kind="repeat"):
+                    lr = grids[opt][i]
                     runs[(init, opt, lr)] = self._train(
                         copy.deepcopy(nets[init]), init, opt, lr, data, cfg, ctx
                     )
+        grids = {o: tuple(lr for lr in g if (INITS[0], o, lr) in runs) for o, g in grids.items()}
         # The paper's choice: per optimiser (and here per initialisation), the step size whose run
         # reaches the lowest validation error, the earliest epoch breaking ties.
         best = {

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from paperzoo.adversarial.attacks.base import Attack
+from paperzoo.engine import budget
 
 
 class CW(Attack):
@@ -84,12 +85,12 @@ class CW(Attack):
         upper = torch.full((b,), float("inf"), device=x.device)
         best_l2 = torch.full((b,), float("inf"), device=x.device)
         best = x.clone()
-        for _ in range(self.binary_search_steps):
+        for _ in budget.loop(self.binary_search_steps, "C&W binary search", kind="repeat"):
             w = self._to_w(x).requires_grad_(True)
             opt = torch.optim.Adam([w], lr=self.lr)
             succeeded = torch.zeros(b, dtype=torch.bool, device=x.device)
             prev = float("inf")
-            for step in range(self.steps):
+            for step in budget.loop(self.steps, "C&W iterations"):
                 xw = self._to_x(w.detach())
                 margin, g_margin = self.loss_and_grad(xw, y)
                 l2sq = (xw - x).flatten(1).pow(2).sum(1)

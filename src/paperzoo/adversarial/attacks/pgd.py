@@ -20,6 +20,7 @@ from paperzoo.adversarial.attacks.base import (
     project,
     random_in_ball,
 )
+from paperzoo.engine import budget
 
 
 class PGD(Attack):
@@ -63,7 +64,7 @@ class PGD(Attack):
         if self.random_start:
             delta = random_in_ball(x, self.eps, self.norm, self.generator)
         x_adv = self.clamp(x + delta)
-        for _ in range(self.steps):
+        for _ in budget.loop(self.steps, "PGD iterations"):  # (--max-steps: capped, timed)
             _, g = self.loss_and_grad(x_adv, y)
             # Madry et al. Eq. (2): x_{t+1} = Pi_{x+S}(x_t + alpha * sgn(grad_x L(theta, x_t, y)))
             x_adv = x_adv + self.alpha * normalize_grad(g, self.norm)
@@ -75,7 +76,7 @@ class PGD(Attack):
         if self.restarts == 1:
             return best
         best_loss, best_wrong = self.evaluate(best, y)
-        for _ in range(self.restarts - 1):
+        for _ in budget.loop(self.restarts - 1, "PGD restarts", kind="repeat"):
             cand = self._one_run(x, y)
             loss, wrong = self.evaluate(cand, y)
             # Worst case per example: a misclassifying candidate beats a correct one; ties by loss.

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from paperzoo.adversarial.attacks.base import Attack, check_norm, project, random_in_ball
+from paperzoo.engine import budget
 
 
 class SPSA(Attack):
@@ -68,7 +69,7 @@ class SPSA(Attack):
         best_loss, done = self.evaluate(x, y)
         best = x.clone()
         y_rep = y.repeat(k)
-        for _ in range(self.steps):
+        for _ in budget.loop(self.steps, "SPSA iterations"):
             if self.early_stop and bool(done.all()):
                 break
             v = self._rademacher((k * b, *x.shape[1:]), x.device)  # (k * B, ...)

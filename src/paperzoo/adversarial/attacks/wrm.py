@@ -40,6 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from paperzoo.adversarial.attacks.base import Attack, eval_mode
+from paperzoo.engine import budget
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def wrm_ascent(
     z = x.clone()
     objective: list[Tensor] = []
     best: _Best | None = _Best() if report else None
-    for k in range(steps):
+    for k in budget.loop(steps, "WRM ascent iterations"):  # (--max-steps: capped, timed)
         loss, g = loss_and_grad(z, y)
         delta = z - x
         objective.append(loss - gamma * _sqnorm(delta))
