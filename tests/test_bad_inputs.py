@@ -531,17 +531,7 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
 
 # Defects outside the files this catalogue's author may change: kept visible, expected to fail
 # (strict: remove the entry with the fix). Case id -> (where and what, strict).
-KNOWN = {
-    "set-unknown-task": (
-        "experiments/ggnn.py: an unknown task in --set tasks fails with "
-        "'tuple.index(x): x not in tuple'",
-        True,
-    ),
-    "cached-record-corrupt": (
-        "experiments/disentanglement.py reads models/*/result.json unchecked",
-        True,
-    ),
-}
+KNOWN: dict[str, tuple[str, bool]] = {}  # case id -> (the defect, strict): none open
 # The same cases as real processes: exit status and stderr match the in-process run.
 SUBPROCESS = ("idx-wrong-kind", "threads-letters", "merge-malformed-json")
 

@@ -717,6 +717,19 @@ def _train_wren(
     return {"steps": steps, "test_acc": mean_acc, "runs": runs}
 
 
+def _read_record(path: Path) -> dict[str, Any]:
+    """A finished item's cached record; a corrupt one is a clear error naming the file."""
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(
+            f"{path} is not a valid cached record ({exc}); delete it to redo that model"
+        ) from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path} is not a valid cached record (not a JSON object)")
+    return record
+
+
 def _evaluate_item(
     item: str, cfg: DisentanglementConfig, ctx: RunContext, env: _Env, specs: dict[str, ModelSpec]
 ) -> dict[str, Any]:
@@ -725,7 +738,7 @@ def _evaluate_item(
     cached = out / "result.json"
     if cached.exists():
         log.info("%s: finished earlier, loading %s", item, cached)
-        return json.loads(cached.read_text())
+        return _read_record(cached)
     out.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {
         "id": item,
@@ -1005,7 +1018,7 @@ class DisentanglementExperiment(Experiment):
     @staticmethod
     def _load(out_dir: Path, item: str) -> dict[str, Any] | None:
         path = out_dir / "models" / item / "result.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        return _read_record(path) if path.exists() else None
 
     def _outcome(
         self,

@@ -727,6 +727,9 @@ class GGNNExperiment(Experiment):
     def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
         folds = self._folds(cfg, ctx)
         official = ctx.data_root is not None
+        unknown = sorted((set(cfg.tasks) | set(cfg.baseline_tasks)) - set(ALL_TASKS))
+        if unknown:
+            raise ValueError(f"unknown GG-NN task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
         tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=ALL_TASKS.index)
         self._check_folds(tasks, folds, ctx)
         ggnn: dict[str, list[dict[str, Any]]] = {t: [] for t in cfg.tasks}
