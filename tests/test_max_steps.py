@@ -1,0 +1,271 @@
+"""``--max-steps N`` (issue 19, "Full scale you can check before paying for a GPU"): every loop
+stops after N steps, the run estimates the whole run's time, and its verdicts are partial.
+
+The engine part (``paperzoo.engine.budget`` and the ``Trainer``'s cap) is tested directly; the
+command line on a smoke run; and every paper's ``--scale full`` config runs for a step or two on
+small files in the real formats (tests/data fixture writers), so the full-scale code paths run on
+every commit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from torch import nn
+
+from paperzoo.cli import main
+from paperzoo.engine import TrainConfig, Trainer, budget
+from paperzoo.report import aggregate, load_result, render_summary_markdown
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    """``main(... --threads 1)`` sets torch's thread count for the process: restore it."""
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def _trainer(steps: int, out: Path | None = None, loss_fn=None, **kw) -> Trainer:
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def default_loss(m: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        return m(batch[0]).pow(2).mean()
+
+    cfg = TrainConfig(steps=steps, batch_size=4, progress=False, log_every=1, **kw)
+    return Trainer(model, opt, loss_fn or default_loss, config=cfg, out_dir=out)
+
+
+DATA = (torch.randn(32, 2),)
+
+
+# -- the engine -------------------------------------------------------------------------------
+
+
+def test_without_a_budget_loops_run_as_planned():
+    assert list(budget.loop(5, "x")) == list(range(5))
+    assert budget.items(1000, 10) == 1000
+    hist = _trainer(7).fit(DATA)
+    assert hist.records[-1]["step"] == 7
+
+
+def test_the_trainer_stops_at_the_cap_and_records_planned_steps(tmp_path):
+    seen: list[float] = []
+    t = _trainer(100, tmp_path, eval_every=10)
+    t.eval_fn = lambda m: {"acc": 1.0}
+    t.lr_schedule = lambda step: seen.append(step) or 1.0
+    with budget.capped(budget.StepBudget(3)) as b:
+        t.fit(DATA)
+    assert t.step == 3 and t.finished and seen == [0, 1, 2]
+    (loop,) = b.root.children
+    assert (loop.desc, loop.kind, loop.planned, loop.run, loop.calls) == (
+        "train",
+        "steps",
+        100,
+        3,
+        1,
+    )
+    per = loop.per_iteration()
+    assert per is not None and per > 0
+    assert loop.steady_iterations == 2  # the first step (warm-up) is timed apart
+    assert loop.extra_seconds >= 0  # nine evaluations on the way (every 10 of 100 steps)
+    assert loop.estimate() == pytest.approx(per * 100 + loop.extra_seconds)
+    # A rerun under the same cap finds the capped run finished; without a cap it would train on.
+    t2 = _trainer(100, tmp_path)
+    with budget.capped(budget.StepBudget(3)):
+        t2.fit(DATA, resume=True)
+    assert t2.finished and t2.step == 3
+
+
+def test_loops_inside_a_step_are_part_of_the_step_and_not_capped():
+    inner: list[int] = []
+
+    def loss(m: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        inner.append(len(list(budget.loop(5, "attack"))))  # e.g. PGD inside adversarial training
+        return m(batch[0]).pow(2).mean()
+
+    with budget.capped(budget.StepBudget(2)) as b:
+        _trainer(10, loss_fn=loss).fit(DATA)
+        capped_outside = len(list(budget.loop(5, "attack")))
+        assert budget.items(1000, 10) == 20
+    assert inner == [5, 5] and capped_outside == 2
+    assert [c.desc for c in b.root.children] == ["train", "attack"]
+
+
+def test_repeats_scale_their_capped_children():
+    with budget.capped(budget.StepBudget(2)) as b:
+        for _ in budget.loop(10, "models", kind="repeat"):
+            for _ in budget.loop(100, "steps"):  # the same loop per model: one record
+                pass
+    (models,) = b.root.children
+    (steps,) = models.children
+    assert (models.planned, models.run) == (10, 2)
+    assert (steps.planned, steps.run, steps.calls) == (200, 4, 2)
+    per_step = steps.per_iteration()
+    assert per_step is not None
+    own = models.seconds - steps.seconds
+    assert models.estimate() == pytest.approx((own + per_step * 200) / 2 * 10)
+    summary = b.summary(wall_seconds=models.seconds + 1.0)
+    assert summary["max_steps"] == 2 and summary["loops"][0]["planned"] == 10
+    assert summary["estimate_seconds"] == pytest.approx(1.0 + models.estimate(), abs=0.1)
+
+
+def test_a_budget_needs_a_positive_cap():
+    with pytest.raises(ValueError, match="max_steps must be >= 1"):
+        budget.StepBudget(0)
+
+
+# -- the command line -------------------------------------------------------------------------
+
+SMOKE = ["reproduce", "gat", "--scale", "smoke", "--quiet", "--threads", "1"]
+
+
+def test_a_max_steps_run_is_partial_and_never_resumed_as_a_real_one(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*SMOKE, "--max-steps", "2", "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["partial"] is True and res["max_steps"] == 2
+    assert res["findings_reproduced"] is None
+    assert res["estimate_seconds"] > 0 and res["estimate"]["loops"]
+    assert all(lp["run"] <= 2 * lp["calls"] for lp in res["estimate"]["loops"])
+    assert json.loads((out / "run.json").read_text())["max_steps"] == 2
+    report = (out / "report.md").read_text()
+    assert "PARTIAL RUN (--max-steps 2)" in report and "--max-steps 2` on cpu" in report
+    assert "partial" in report.split("## Findings")[1]
+    loaded = load_result(out)
+    assert loaded.partial is not None and not loaded.counts_as_reproduction
+    assert "PARTIAL" in render_summary_markdown([loaded])
+    # Rerun into the same --out: the same command reuses the capped models; a complete run or
+    # another cap is refused (exit 2) and nothing is touched.
+    before = (out / "results.json").read_bytes()
+    capsys.readouterr()
+    assert main([*SMOKE, "--out", str(out)]) == 2
+    assert "a partial run (--max-steps 2)" in capsys.readouterr().err
+    assert main([*SMOKE, "--max-steps", "3", "--out", str(out)]) == 2
+    assert (out / "results.json").read_bytes() == before
+    assert main([*SMOKE, "--max-steps", "2", "--out", str(out)]) == 0
+
+
+def test_max_steps_composes_with_set_seeds_and_resume_command():
+    from paperzoo.cli import _child_args, _resume_command, build_parser
+
+    args = build_parser().parse_args(
+        ["reproduce", "gat", "--seeds", "0-1", "--set", "steps=4", "--max-steps", "2"]
+    )
+    assert _child_args(args)[-4:] == ["--set", "steps=4", "--max-steps", "2"]
+    assert "--set steps=4 --max-steps 2" in _resume_command(args)
+    with pytest.raises(SystemExit) as stop:
+        main(["reproduce", "gat", "--max-steps", "0"])
+    assert stop.value.code == 2
+
+
+def test_seed_runs_with_and_without_a_cap_do_not_aggregate(tmp_path):
+    out = tmp_path / "a"
+    assert main([*SMOKE, "--max-steps", "1", "--out", str(out)]) == 0
+    capped = load_result(out)
+    other = load_result(out)
+    other.seeds = [1]
+    both = aggregate([capped, other])
+    assert both.partial is not None and both.partial["max_steps"] == 1
+    assert both.to_dict()["partial"] is True and not both.counts_as_reproduction
+    other.partial = None
+    with pytest.raises(ValueError, match="one --max-steps"):
+        aggregate([capped, other])
+
+
+# -- every paper's full config, a step or two, on small files in the real formats -------------
+
+
+def _helpers(name: str) -> ModuleType:
+    """The fixture writers of the loader tests (tests/data/NAME.py)."""
+    spec = importlib.util.spec_from_file_location(
+        f"_max_steps_{name}", HERE / "data" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory) -> Path:
+    """MNIST (IDX, gzipped), CIFAR-10 (python batches), dSprites (npz, a small factor grid at
+    64x64) and the official symbolic bAbI files (tests/fixtures/babi): just big enough for the
+    full configs' batch sizes."""
+    root = tmp_path_factory.mktemp("data")
+    _helpers("test_idx")._write_mnist_dir(root / "mnist", n_train=600, n_test=100, gz=True)
+    _helpers("test_cifar")._write_cifar10(root, n=200)
+    npz = root / "dsprites" / "dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz"
+    npz.parent.mkdir(parents=True)
+    _helpers("test_dsprites")._write_npz(npz, (3, 2, 2, 2, 2), image_size=64)
+    shutil.copytree(HERE / "fixtures" / "babi", root, dirs_exist_ok=True)
+    return root
+
+
+# Per paper: the flags besides --scale full (ROOT: the fixture data root). --set only (a) where
+# the fixture files are smaller than a split the full config carves out of the real data (the
+# validation sets of 5,000 images), (b) to cut a batch or an evaluation sample size where one
+# step of the full config takes seconds on one CPU thread (the same code runs; the test checks
+# the code paths, not the estimate), (c) for ResNet, to leave out the extra depths of Fig. 6 (the
+# same code as the two depths kept). dSprites: the .npz loader insists on the real 737,280-image
+# grid, so the study runs on its procedural dSprites (the npz reader has its own tests in
+# tests/data/test_dsprites.py); CoordConv's data are generated.
+FULL: dict[str, list[str]] = {
+    "resnet": ["--dataset", "cifar10", "--data-root", "ROOT", "--set", "n_val=200"]
+    + ["--set", "more=[]", "--set", "batch_size=16"],
+    "ggnn": ["--data-root", "ROOT"],
+    "wrm": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "mnist_batch=32"],
+    "coordconv": [],
+    "obfuscated-gradients": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_eval=20"]
+    + ["--set", "n_curve=10", "--set", "n_diag=10", "--set", "eot_samples=2"]
+    + ["--set", "diag.spsa_samples=4", "--set", "diag.random_samples=4"],
+    "path-sgd": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_val=100"],
+    "draw": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_monitor=100"]
+    + ["--set", "batch_size=20", "--set", "n_train_eval=100", "--set", "importance_samples=10"],
+    "perceiver": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "batch_size=8"],
+    "disentanglement": ["--set", "metric_train=20", "--set", "metric_eval=20"]
+    + ["--set", "variance_samples=200", "--set", "code_train=200", "--set", "code_test=100"]
+    + ["--set", "recon_samples=64", "--set", "wren_test_puzzles=32"],
+    "gat": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "batch_size=32"],
+}
+
+# Path-SGD: one step size per grid (each grid point builds a 19M-parameter MLP).
+MAX_STEPS = {"path-sgd": 1}
+
+
+def test_every_paper_is_covered():
+    from paperzoo.experiments import EXPERIMENTS
+
+    assert sorted(FULL) == sorted(EXPERIMENTS.names())
+
+
+@pytest.mark.parametrize("name", sorted(FULL))
+def test_full_config_runs_capped_on_real_formats(name, data_root, tmp_path):
+    n = MAX_STEPS.get(name, 2)
+    out = tmp_path / "out"
+    argv = ["reproduce", name, "--scale", "full", "--max-steps", str(n), "--device", "cpu"]
+    argv += ["--quiet", "--threads", "1", "--out", str(out)]
+    argv += [str(data_root) if a == "ROOT" else a for a in FULL[name]]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["scale"] == "full" and res["partial"] is True and res["max_steps"] == n
+    assert res["findings_reproduced"] is None
+    assert res["estimate_seconds"] is not None and res["estimate_seconds"] > res["wall_seconds"]
+
+    def walk(loops):
+        for lp in loops:
+            yield lp
+            yield from walk(lp.get("children", []))
+
+    loops = list(walk(res["estimate"]["loops"]))
+    assert loops and all(lp["run"] <= n * lp["calls"] for lp in loops)
+    assert any(lp["planned"] > lp["run"] for lp in loops)  # something was cut short
