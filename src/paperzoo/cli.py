@@ -417,6 +417,14 @@ def _print_table(result: Result, out: Path) -> None:
     seeds = ", ".join(map(str, result.seeds))
     w(f"\n{result.title}  [{result.scale}, seeds {seeds}, {result.wall_seconds:.1f} s]\n")
     w(f"{headline(result)}\n")
+    if result.partial is not None:
+        est = result.partial.get("estimate_seconds")
+        where = result.partial.get("device")
+        w(
+            "estimated time of the whole run on "
+            + (f"{where}: {_hms(est)} ({est:.0f} s)" if est is not None else f"{where}: unknown")
+            + " (loops and steps: report.md)\n"
+        )
     w(f"{'claim':<58} {'kind':<7} {'paper':>10} {'ours':>10}  {'target':<22} verdict\n")
     for c in result.claims:
         verdict = (
@@ -429,6 +437,11 @@ def _print_table(result: Result, out: Path) -> None:
             f"{c.target:<22} {verdict}\n"
         )
     w(f"report: {out / 'report.md'}\n")
+
+
+def _hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def _cell(v: object) -> str:

@@ -573,7 +573,12 @@ def _partial_lines(result: Result) -> list[str]:
         f"{p['max_steps']} steps; the verdicts below are not a reproduction.**",
         "",
         f"Estimated time of the whole run on {p.get('device')}: "
-        + ("unknown (a loop ran no step here)" if est is None else f"{_hms(est)} ({est:.0f} s)")
+        + (
+            "unknown (a loop ran no step in this run: it was loaded from an earlier run in this "
+            "--out; a fresh --out measures every loop)"
+            if est is None
+            else f"{_hms(est)} ({est:.0f} s)"
+        )
         + (f", summed over {len(runs)} runs" if len(runs) > 1 else "")
         + ". Each loop's planned steps times its measured time per step (the first step, "
         "warm-up, left out); repeated parts (models, restarts) scaled by their count; "
