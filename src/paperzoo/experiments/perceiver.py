@@ -411,7 +411,7 @@ def fit(
         device=device,
         out_dir=out_dir,
     )
-    trainer.fit((x_train, y_train))
+    trainer.fit((x_train, y_train), resume=True)  # a rerun into the same --out continues
     return trainer
 
 
