@@ -265,3 +265,16 @@ def test_full_config_runs_capped_on_real_formats(name, data_root, tmp_path):
     loops = list(walk(res["estimate"]["loops"]))
     assert loops and all(lp["run"] <= n * lp["calls"] for lp in loops)
     assert any(lp["planned"] > lp["run"] for lp in loops)  # something was cut short
+
+
+def test_partial_shards_merge_into_a_partial_result(tmp_path):
+    args = ["reproduce", "disentanglement", "--scale", "smoke", "--quiet", "--threads", "1"]
+    args += ["--max-steps", "1"]
+    for k in (0, 1):
+        assert main([*args, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}")]) == 0
+    out = tmp_path / "merged"
+    assert main(["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(out)]) == 0
+    merged = json.loads((out / "results.json").read_text())
+    assert merged["partial"] is True and merged["max_steps"] == 1
+    assert merged["findings_reproduced"] is None and len(merged["estimate"]["runs"]) == 2
+    assert "PARTIAL RUN" in (out / "report.md").read_text()
