@@ -1,5 +1,6 @@
 """The training engine shared by every paper: loop, checkpoints and resume, clean stops on
-SIGINT / SIGTERM (``engine.interrupt``), seeding, DDP."""
+SIGINT / SIGTERM (``engine.interrupt``), step budgets with a time estimate (``engine.budget``,
+``--max-steps``), seeding, DDP."""
 
 from paperzoo.engine.checkpoint import (
     CheckpointError,

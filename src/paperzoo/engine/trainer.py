@@ -12,6 +12,10 @@ optimizer states, the global RNG, the state of ``extra`` generators and stateful
 logged history all come back, and batches are a function of the step. A run whose final
 checkpoint is there is not trained again: its weights and history are loaded and ``fit`` returns.
 
+Under a step budget (``paperzoo.engine.budget``, ``reproduce --max-steps N``) ``fit`` runs at
+most N steps, times them for the run's time estimate, and checkpoints the capped run as finished;
+learning-rate schedules and logs still see the planned step count.
+
 Two ways to define a step:
 
 * ``loss_fn(model, batch) -> loss`` or ``-> (loss, {"name": value, ...})``: the trainer zeroes the
