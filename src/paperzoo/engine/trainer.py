@@ -14,7 +14,7 @@ checkpoint is there is not trained again: its weights and history are loaded and
 
 Under a step budget (``paperzoo.engine.budget``, ``reproduce --max-steps N``) ``fit`` runs at
 most N steps, times them for the run's time estimate, and checkpoints the capped run as finished;
-learning-rate schedules and logs still see the planned step count.
+learning-rate schedules, which close over the planned step count, are unchanged.
 
 Two ways to define a step:
 
