@@ -400,7 +400,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         if dist.is_main:
             _print_table(result, out)
             not_holding += [
-                f"{name}: {c.id} ({c.verdict})"
+                f"{name}: {c.id} ({c.verdict}{', partial run' if result.partial else ''})"
                 for c in result.findings
                 if c.verdict not in ("holds", "reported")
             ]
