@@ -119,6 +119,13 @@ def test_repeats_scale_their_capped_children():
     assert summary["estimate_seconds"] == pytest.approx(1.0 + models.estimate(), abs=0.1)
 
 
+def test_an_empty_loop_does_not_make_the_estimate_unknown():
+    with budget.capped(budget.StepBudget(2)) as b:
+        assert list(budget.loop(0, "zero attack steps")) == []
+        list(budget.loop(5, "steps"))
+    assert b.summary(wall_seconds=1.0)["estimate_seconds"] is not None
+
+
 def test_a_budget_needs_a_positive_cap():
     with pytest.raises(ValueError, match="max_steps must be >= 1"):
         budget.StepBudget(0)

@@ -70,6 +70,8 @@ class Loop:
 
     def estimate(self) -> float | None:
         """Estimated seconds of the whole loop as planned."""
+        if self.planned == 0:  # nothing to do (e.g. zero attack steps): nothing to measure
+            return self.extra_seconds
         per = self.per_iteration()
         return None if per is None else per * self.planned + self.extra_seconds
 
