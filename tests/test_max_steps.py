@@ -126,6 +126,14 @@ def test_an_empty_loop_does_not_make_the_estimate_unknown():
     assert b.summary(wall_seconds=1.0)["estimate_seconds"] is not None
 
 
+def test_a_loop_left_with_break_counts_the_iteration_that_broke():
+    with budget.capped(budget.StepBudget(3)) as b:
+        for _ in budget.loop(16, "restarts", kind="repeat"):
+            break  # e.g. a restart reached 100% validation accuracy
+    (restarts,) = b.root.children
+    assert restarts.run == 1 and restarts.estimate() is not None
+
+
 def test_a_budget_needs_a_positive_cap():
     with pytest.raises(ValueError, match="max_steps must be >= 1"):
         budget.StepBudget(0)

@@ -159,12 +159,12 @@ class StepBudget:
             run = 0
             try:
                 for i in range(self.cap(planned)):
+                    run = i + 1  # iteration i runs (a ``break`` in its body counts it too)
                     if kind == "steps":
                         with self.stepping():
                             yield i
                     else:
                         yield i
-                    run = i + 1
                     if i == 0:
                         self._sync()
                         t1 = time.perf_counter()
