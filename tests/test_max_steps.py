@@ -134,6 +134,19 @@ def test_a_loop_left_with_break_counts_the_iteration_that_broke():
     assert restarts.run == 1 and restarts.estimate() is not None
 
 
+def test_a_run_that_diverges_at_once_still_has_an_estimate():
+    from paperzoo.engine import NonFiniteLossError
+
+    def loss(m: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        return m(batch[0]).sum() * float("nan")
+
+    with budget.capped(budget.StepBudget(2)) as b:
+        with pytest.raises(NonFiniteLossError):
+            _trainer(10, loss_fn=loss).fit(DATA)
+    assert b.root.children[0].run == 1
+    assert b.summary(wall_seconds=1.0)["estimate_seconds"] is not None
+
+
 def test_a_budget_needs_a_positive_cap():
     with pytest.raises(ValueError, match="max_steps must be >= 1"):
         budget.StepBudget(0)

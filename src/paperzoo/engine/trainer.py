@@ -561,6 +561,7 @@ class Trainer:
         if timing is not None:
             self._sync()
         t0 = t1 = time.perf_counter()
+        diverged = 0
         try:
             while self.step < cfg.steps:
                 batch = _to_device(next(batches), self.device, cfg.channels_last)
@@ -594,12 +595,15 @@ class Trainer:
                 signum = interrupt.requested()
                 if signum is not None:
                     self._stop(signum)
+        except NonFiniteLossError:
+            diverged = 1  # the step that diverged ran too (the estimate counts it)
+            raise
         finally:
             bar.close()
             if timing is not None:
                 self._sync()
                 now = time.perf_counter()
-                timing.add(self.step - start_step, now - t0, now - t1)
+                timing.add(self.step - start_step + diverged, now - t0, now - t1)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
