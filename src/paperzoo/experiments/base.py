@@ -36,6 +36,19 @@ _T = TypeVar("_T")
 
 CLAIM_KINDS = ("finding", "check")
 
+# Training examples in each data set's standard files, for the ``Experiment.plan`` of experiments
+# whose step counts follow from the data (files of another size change the real count).
+TRAIN_SIZES = {
+    "digits": 1_437, "mnist5k": 4_000, "mnist": 60_000, "fashion-mnist": 60_000,
+    "cifar10": 50_000, "cifar100": 50_000, "svhn": 73_257,
+}  # fmt: skip
+
+
+def train_size(dataset: str, n_train: int | None = None) -> int:
+    """Training examples of ``dataset``'s standard files, at most ``n_train`` (None: all)."""
+    n = TRAIN_SIZES[dataset]
+    return n if n_train is None else min(n, n_train)
+
 
 @dataclass(frozen=True)
 class ClaimSpec:
@@ -193,6 +206,14 @@ class Experiment(ABC):
     @abstractmethod
     def run(self, cfg: Any, ctx: RunContext) -> Outcome:
         """Train/evaluate with ``cfg`` and return the measurements of every declared claim."""
+
+    # Whether ``plan`` counts an upper bound (some models may stop early: restarts that succeed).
+    plan_upper_bound: ClassVar[bool] = False
+
+    def plan(self, cfg: Any, ctx: RunContext) -> list[tuple[str, int]]:
+        """What ``run`` will train with ``cfg``: (model or phase, optimisation steps) in training
+        order, for the line a run logs at its start (``runner.plan_line``). Empty: not declared."""
+        return []
 
     def merge(self, results: list[dict[str, Any]], ctx: RunContext) -> Outcome:
         """Combine the ``results.json`` of shards into one outcome (``paperzoo merge``)."""

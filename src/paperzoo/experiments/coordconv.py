@@ -346,6 +346,23 @@ class CoordConvExperiment(Experiment):
         )
         return model, hist
 
+    def plan(self, cfg: CoordConvConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        cls = {"quadrant": cfg.cls_steps, "uniform": cfg.uniform_cls_steps}
+        return [
+            *(
+                (
+                    f"{kind}-classification-{arch}",
+                    cls[kind] if arch == "coordconv" else cfg.deconv_steps,
+                )
+                for kind in cls
+                for arch in ("coordconv", "deconv")
+            ),
+            ("quadrant-regression-coordconv", cfg.reg_steps),
+            ("quadrant-regression-conv", cfg.conv_reg_steps),
+            ("quadrant-regression-conv_twin", cfg.reg_steps),
+            ("quadrant-rendering-coordconv", cfg.render_steps),
+        ]
+
     def run(self, cfg: CoordConvConfig, ctx: RunContext) -> Outcome:
         m: dict[str, Any] = {}
         extra: dict[str, float] = {}  # further numbers for results.json

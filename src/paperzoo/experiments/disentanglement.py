@@ -967,6 +967,14 @@ class DisentanglementExperiment(Experiment):
     )
     configs = CONFIGS
 
+    def plan(self, cfg: DisentanglementConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for item in shard_items(grid_items(cfg), ctx.shard, ctx.dist)[1]:
+            if item not in (GROUND_TRUTH_ID, RANDOM_ID):  # the codes: only WReNs train on them
+                out.append((f"vae {item}", cfg.vae_steps))
+            out += [(f"wren {item} #{r}", max(cfg.wren_steps)) for r in range(cfg.wren_runs)]
+        return out
+
     def run(self, cfg: DisentanglementConfig, ctx: RunContext) -> Outcome:
         name = self.dataset_name(ctx)
         assert name is not None

@@ -205,6 +205,9 @@ class DrawExperiment(Experiment):
     )
     configs = CONFIGS
 
+    def plan(self, cfg: DrawExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        return [(f"draw {variant}", cfg.train_steps) for variant in VARIANTS]
+
     def run(self, cfg: DrawExperimentConfig, ctx: RunContext) -> Outcome:
         name = self.dataset_name(ctx) if ctx.dataset is not None else cfg.dataset
         split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)

@@ -111,6 +111,9 @@ class GATExperiment(Experiment):
                                     gen_hidden=(64, 64), pgd_eps=8 / 255),
     }  # fmt: skip
 
+    def plan(self, cfg: GATExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        return [(name, cfg.steps) for name in MODELS]
+
     def run(self, cfg: GATExperimentConfig, ctx: RunContext) -> Outcome:
         split = load_dataset(
             self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed

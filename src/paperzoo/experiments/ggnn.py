@@ -149,6 +149,7 @@ class GGNNConfig:
 
 
 ALL_TASKS = tuple(OFFICIAL)
+_QUESTION_TYPES = {"babi4": 4}  # question types of a task (one model each); others have one
 CLAIM_BASELINE_TASKS = ("babi15", "babi16", "babi19")
 _CLAIM_ID = {
     "babi4": "babi.task4.ggnn",
@@ -724,6 +725,28 @@ class GGNNExperiment(Experiment):
             return sequence_eval(model, *babi.sequences(task, task.test))[0]
 
     # -- run -------------------------------------------------------------------------------
+    plan_upper_bound = True  # a question type stops restarting once a run reaches 100 %
+
+    def plan(self, cfg: GGNNConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=str)
+        if not set(tasks) <= set(ALL_TASKS):
+            return []  # run() says which task is unknown
+        tasks.sort(key=ALL_TASKS.index)
+        runs = cfg.restarts if cfg.n_val > 0 else 1
+        out: list[tuple[str, int]] = []
+        for name in tasks:
+            steps = runs * max(1, math.ceil(self._setting(name, cfg).steps * cfg.step_scale))
+            for i, fold in enumerate(self._folds(cfg, ctx)):
+                if name in cfg.tasks and (ctx.data_root is not None or i < cfg.seeds):
+                    qtypes = range(1, _QUESTION_TYPES.get(name, 1) + 1)
+                    out += [(f"{name} fold{fold}-q{q}", steps) for q in qtypes]
+                if name in cfg.baseline_tasks and i < cfg.baseline_seeds:
+                    out += [
+                        (f"{cell} {name} fold {fold}", _baseline_updates(cfg, name, cell))
+                        for cell in cfg.baseline_cells
+                    ]
+        return out
+
     def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
         folds = self._folds(cfg, ctx)
         official = ctx.data_root is not None

@@ -267,6 +267,11 @@ class ObfuscatedGradientsExperiment(Experiment):
         ),
     }
 
+    def plan(self, cfg: ObfuscatedConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        # bit_depth and sap reuse the undefended classifier: they train nothing
+        trained = [(m, cfg.steps) for m in ("undefended", "thermometer", "resize_pad")]
+        return [*trained, ("pgd_at", cfg.at_steps)]
+
     def run(self, cfg: ObfuscatedConfig, ctx: RunContext) -> Outcome:
         t0 = time.perf_counter()
         split = load_dataset(

@@ -61,7 +61,14 @@ from torch import Tensor, nn
 from paperzoo.data import load_dataset
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, seeded
-from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.experiments.base import (
+    EXPERIMENTS,
+    ClaimSpec,
+    Experiment,
+    Outcome,
+    RunContext,
+    train_size,
+)
 from paperzoo.metrics.classification import predict
 from paperzoo.models.small import MLP
 from paperzoo.optim import (
@@ -302,6 +309,18 @@ class PathSGDExperiment(Experiment):
             n_val=10000, invariance_steps=1000, default_dataset="mnist",
         ),
     }  # fmt: skip
+
+    plan_upper_bound = True  # a step size that diverges stops its run
+
+    def plan(self, cfg: PathSGDConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        name = ctx.dataset or cfg.default_dataset or self.datasets[0]
+        steps = cfg.epochs * ((train_size(name, cfg.n_train) - cfg.n_val) // cfg.batch_size)
+        grids = {"pathsgd": cfg.pathsgd_lrs, "sgd": cfg.sgd_lrs, "adagrad": cfg.adagrad_lrs}
+        grid = [(f"{i}-{o}-lr{lr:g}", steps) for i in INITS for o in OPTIMIZERS for lr in grids[o]]
+        inv = [
+            (f"invariance-{i}-{o}", cfg.invariance_steps) for o in ("pathsgd", "sgd") for i in INITS
+        ]
+        return grid + inv
 
     def run(self, cfg: PathSGDConfig, ctx: RunContext) -> Outcome:
         name = ctx.dataset or cfg.default_dataset or self.datasets[0]

@@ -423,6 +423,15 @@ class PerceiverExperiment(Experiment):
     claims = CLAIMS
     configs = CONFIGS
 
+    def plan(self, cfg: PerceiverExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        pos = cfg.steps if cfg.raster_pos_steps is None else cfg.raster_pos_steps
+        return [
+            ("perceiver_raster", cfg.steps),
+            ("perceiver_permuted", cfg.steps),
+            ("perceiver_permuted_raster_pos", pos),
+            *((f"{m}_{order}", cfg.steps) for m in ("convnet", "mlp") for order in ("raster", "permuted")),
+        ]  # fmt: skip
+
     def run(self, cfg: PerceiverExperimentConfig, ctx: RunContext) -> Outcome:
         split = load_dataset(
             self.dataset_name(ctx) or "mnist5k",

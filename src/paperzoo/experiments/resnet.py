@@ -364,12 +364,20 @@ class ResNetExperiment(Experiment):
         }
 
     # -- run / merge -------------------------------------------------------------------------
-    def run(self, cfg: ResNetConfig, ctx: RunContext) -> Outcome:
-        data, info, num_classes = self._data(cfg, ctx)
+    def plan(self, cfg: ResNetConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        return [(name, cfg.steps) for name in self._names(cfg, ctx)]
+
+    def _names(self, cfg: ResNetConfig, ctx: RunContext) -> tuple[str, ...]:
+        """The nets this run trains (``--shard K/N``: every N-th from the K-th)."""
         names = self.model_names(cfg)
         if ctx.shard is not None:
             k, n = ctx.shard
             names = names[k::n]
+        return names
+
+    def run(self, cfg: ResNetConfig, ctx: RunContext) -> Outcome:
+        data, info, num_classes = self._data(cfg, ctx)
+        names = self._names(cfg, ctx)
         runs = {}
         for name in names:
             log.info("training %s for %d steps", name, cfg.steps)

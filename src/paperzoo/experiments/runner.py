@@ -182,6 +182,25 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
     return False
 
 
+def plan_line(exp: Experiment, cfg: Any, ctx: RunContext, *, shown: int = 6) -> str | None:
+    """One line saying how many models and training steps the run has (``Experiment.plan``),
+    e.g. ``perceiver (quick): 7 models, 17,600 training steps in all: perceiver_raster 2,800,
+    ...``; the first ``shown`` models are named; "up to" when ``exp.plan_upper_bound``. None when
+    the experiment declares no plan."""
+    plan = exp.plan(cfg, ctx)
+    if not plan:
+        return None
+    total = sum(steps for _, steps in plan)
+    bound = "up to " if exp.plan_upper_bound else ""
+    parts = [f"{what} {steps:,}" for what, steps in plan[:shown]]
+    if len(plan) > shown:
+        parts.append(f"... ({len(plan) - shown} more)")
+    return (
+        f"{exp.name} ({ctx.scale}): {len(plan):,} model{'s' if len(plan) != 1 else ''}, "
+        f"{bound}{total:,} training steps in all: {', '.join(parts)}"
+    )
+
+
 def run_experiment(
     name: str, ctx: RunContext, overrides: Mapping[str, str] | None = None
 ) -> Result:
@@ -199,6 +218,9 @@ def run_experiment(
     if ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec):
         log.info("%s: resuming the run in %s", name, ctx.out_dir)
     log.info("reproducing %s at scale %s (seed %d)", name, ctx.scale, ctx.seed)
+    line = plan_line(exp, cfg, ctx)
+    if line:
+        log.info("%s", line)
     start = time.perf_counter()
     if ctx.max_steps is None:
         outcome = exp.run(cfg, ctx)

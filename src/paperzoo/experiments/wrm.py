@@ -54,7 +54,14 @@ from paperzoo.adversarial.training import train_classifier
 from paperzoo.data.base import DataInfo, Split, load_dataset
 from paperzoo.data.spheres import RADIUS, make_spheres
 from paperzoo.engine import budget, seeded
-from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.experiments.base import (
+    EXPERIMENTS,
+    ClaimSpec,
+    Experiment,
+    Outcome,
+    RunContext,
+    train_size,
+)
 from paperzoo.metrics.classification import accuracy, predict
 from paperzoo.models.small import MLP, WRMNet, activation
 
@@ -89,6 +96,11 @@ class WRMConfig:
     attack_budgets: tuple[float, ...]  # PGM attack budgets eps / C2
     attack_steps: int  # PGM attack steps
     attack_n: int  # test digits attacked
+
+
+def _mnist_steps(cfg: WRMConfig, n_train: int) -> int:
+    """Optimisation steps of each MNIST model: ``mnist_epochs`` passes over ``n_train`` digits."""
+    return max(1, round(cfg.mnist_epochs * n_train / cfg.mnist_batch))
 
 
 _CLAIMS = (
@@ -282,6 +294,15 @@ class WRMExperiment(Experiment):
         ),
     }  # fmt: skip
 
+    def plan(self, cfg: WRMConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        mnist = _mnist_steps(
+            cfg, train_size(self.dataset_name(ctx) or "mnist5k", cfg.mnist_n_train)
+        )
+        return [
+            *((f"spheres-{m}", cfg.spheres_steps) for m in ("erm", "wrm", "fgm", "ifgm")),
+            *((f"mnist-{m}", mnist) for m in ("wrm", "erm", "fgm", "ifgm", "pgm")),
+        ]
+
     def run(self, cfg: WRMConfig, ctx: RunContext) -> Outcome:
         measured: dict[str, Any] = {}
         details: dict[str, Any] = {}
@@ -404,7 +425,7 @@ class WRMExperiment(Experiment):
         xtr, ytr = split.x_train, split.y_train
         c2 = xtr.flatten(1).norm(dim=1).mean().item()  # C2 = E ||X||_2 (paper: 9.21 on MNIST)
         gamma = cfg.mnist_gamma_c2 * c2
-        steps = max(1, round(cfg.mnist_epochs * len(xtr) / cfg.mnist_batch))
+        steps = _mnist_steps(cfg, len(xtr))
         models: dict[str, nn.Module] = {}
         eps = float("nan")
         wrm_report: dict[str, float] = {}
