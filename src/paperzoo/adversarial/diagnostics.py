@@ -16,7 +16,9 @@ one of these symptoms when probed with *standard* attacks (no BPDA, no EOT):
 ``diagnose(model, x, y, config=...)`` runs the probes and returns one ``SignVerdict`` per sign with
 the evidence (success rates) behind it. Success is the fraction of examples misclassified after
 the attack (randomised defences are evaluated with one fresh draw, as they would be deployed, so
-on them the per-example comparison of sign 4 also counts disagreements between draws).
+on them the per-example comparison of sign 4 also counts disagreements between draws). A sign
+fires only when its comparison is off by *more* than ``margin``: a difference equal to it (5 of 100
+examples at the default 0.05) is a tie, also where float32 rounding puts it a hair above.
 """
 
 from __future__ import annotations
@@ -163,37 +165,37 @@ def diagnose(
     m = c.margin
     drops = [a - b for a, b in zip(curve, curve[1:], strict=False)]
     top = max(range(len(eps_grid)), key=lambda i: eps_grid[i])
-    plateau = curve[top] < 1 - m and curve[top] - curve[0] < m
+    plateau = _below(curve[top], 1 - m) and _below(curve[top] - curve[0], m)
     signs = (
         SignVerdict(
             "one_step_beats_iterative",
-            fgsm > pgd + m,
+            _above(fgsm, pgd + m),
             {"fgsm_success": fgsm, "pgd_success": pgd},
             "a single gradient step should never beat many; if it does, the iterative attack "
             "is being misled by the local gradient",
         ),
         SignVerdict(
             "black_box_beats_white_box",
-            spsa > pgd + m,
+            _above(spsa, pgd + m),
             {"spsa_success": spsa, "pgd_success": pgd},
             "a gradient-free attack beating the white-box attack means the gradients are useless",
         ),
         SignVerdict(
             "unbounded_attack_fails",
-            unbounded < c.unbounded_success,
+            _below(unbounded, c.unbounded_success),
             {"unbounded_success": unbounded, "unbounded_eps": c.unbounded_eps},
             "with an unbounded budget any input can be reached, so success must be ~100 %",
         ),
         SignVerdict(
             "random_sampling_finds_adversarial",
-            rand_only > m,
+            _above(rand_only, m),
             {"random_success": rand, "random_only_fraction": rand_only, "pgd_success": pgd},
             "random points in the ball fooling the model where PGD failed means PGD is not "
             "finding the worst case",
         ),
         SignVerdict(
             "eps_does_not_increase_success",
-            bool(drops and max(drops) > m) or plateau,
+            bool(drops and _above(max(drops), m)) or plateau,
             {f"success_at_{e:g}": s for e, s in zip(eps_grid, curve, strict=True)},
             "larger budgets must not lower success, and success must keep rising until ~100 %",
         ),
@@ -204,6 +206,21 @@ def diagnose(
         "pgd_success_vs_eps": curve,
     }
     return DiagnosticsReport(signs, details)
+
+
+# Success rates are fractions k / n computed in float32 (5 / 100 is 0.0500000007): a comparison
+# that is off by exactly the margin must not fire, so rounding-level differences count as ties.
+_TIE = 1e-6
+
+
+def _above(a: float, b: float) -> bool:
+    """``a > b`` by more than rounding (ties at the margin do not fire)."""
+    return a > b + _TIE
+
+
+def _below(a: float, b: float) -> bool:
+    """``a < b`` by more than rounding."""
+    return a < b - _TIE
 
 
 def _wrong(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
