@@ -11,8 +11,9 @@ which agrees with tau on the grid and is differentiable almost everywhere.
 Index convention: the paper's example (tau(0.66) = 1111110000 for 10 levels) counts k = 1..l;
 here k = 0..l-1, so channels 1..l-1 are the paper's, channel 0 is 1[x > 0], and the paper's
 channel l (1[x > 1], constant 0 on [0, 1]) is left out. Buckman et al.'s released code sets
-level k = 0..l-1 when floor(0.99999 * x * l) >= k (its channel 0 is constant 1). The code and the
-ramp here use the same k, as BPDA needs.
+level k = 0..l-1 when floor(0.99999 * x * l) >= k (its channel 0 is constant 1), and Athalye et
+al.'s released attack (``thermometer/robustml_attack.py``) uses the same ramp on that convention,
+thresholds (k - 1) / l for k = 0..l-1. The code and the ramp here use the same k, as BPDA needs.
 """
 
 from __future__ import annotations
