@@ -222,41 +222,66 @@ def test_sgd_is_not_invariant_to_node_wise_rescaling() -> None:
     assert (a(x) - b(x)).abs().max() > 1e-3 * a(x).abs().max()
 
 
+def _linears(net: nn.Module) -> list[nn.Linear]:
+    return [m for m in net.modules() if isinstance(m, nn.Linear)]
+
+
 def test_unbalanced_init_preserves_the_function_and_rescales_drawn_units() -> None:
-    net = make_mlp().float()
+    """Section 6: a drawn unit's incoming edges (and bias) x 10c, its outgoing edges / 10c."""
+    net = make_mlp()
     balanced_init_(net, generator=torch.Generator().manual_seed(0))
-    for m in net.modules():
-        if isinstance(m, nn.Linear):
-            assert float(m.weight.detach().std()) == pytest.approx(m.in_features**-0.5, rel=0.3)
-            assert not m.bias.any()
+    for m in _linears(net):
+        assert float(m.weight.detach().std()) == pytest.approx(m.in_features**-0.5, rel=0.3)
+        assert not m.bias.any()
+        with torch.no_grad():  # non-zero biases, so that their rescaling is checked too
+            m.bias.copy_(torch.randn(m.bias.shape, generator=torch.Generator().manual_seed(3)))
     before = copy.deepcopy(net)
     norm = path_norm(net)
-    scales = unbalanced_init_(net, draws=6, generator=torch.Generator().manual_seed(1))
+    scales = unbalanced_init_(net, draws_per_layer=3, generator=torch.Generator().manual_seed(1))
     assert [tuple(s.shape) for s in scales.values()] == [(10,), (8,)]
-    factors = torch.cat(list(scales.values()))
-    # Six draws with replacement: at most six units rescaled, each by 10 * c with c log-normal.
-    assert 1 <= int((factors != 1).sum()) <= 6 and bool((factors > 0).all())
-    x = torch.rand(7, 12)
-    torch.testing.assert_close(net(x), before(x), rtol=1e-4, atol=1e-5)
-    assert path_norm(net) == pytest.approx(norm, rel=1e-5)
-    row_norms = net.net[1].weight.norm(dim=1) / before.net[1].weight.norm(dim=1)
-    torch.testing.assert_close(row_norms, scales[0].float(), rtol=1e-5, atol=0)
+    for s in scales.values():  # three draws with replacement in each hidden layer
+        assert 1 <= int((s != 1).sum()) <= 3 and bool((s > 0).all())
+    # Every weight is exactly what the rescaling says: W'[j, k] = W[j, k] * f_out[j] / f_in[k]
+    # (f = 1 for the input and output units), b'[j] = b[j] * f_out[j].
+    ones_in, ones_out = torch.ones(12, dtype=torch.float64), torch.ones(4, dtype=torch.float64)
+    factors = [ones_in, scales[0], scales[1], ones_out]
+    for i, (new, old) in enumerate(zip(_linears(net), _linears(before), strict=True)):
+        f_in, f_out = factors[i], factors[i + 1]
+        torch.testing.assert_close(new.weight, old.weight * f_out[:, None] / f_in[None, :])
+        torch.testing.assert_close(new.bias, old.bias * f_out)
+    # ... so the network computes the same function (the paper's point) with the same path norm.
+    x = torch.rand(7, 12, dtype=torch.float64)
+    torch.testing.assert_close(net(x), before(x))
+    assert path_norm(net) == pytest.approx(norm, rel=1e-10)
 
 
-def test_unbalanced_init_draws_a_quarter_of_the_hidden_units_by_default() -> None:
-    net = MLP(in_features=5, hidden=(400, 400), num_classes=3)
-    scales = unbalanced_init_(net, generator=torch.Generator().manual_seed(0))
-    factors = torch.cat(list(scales.values()))
-    # 200 draws with replacement from 800 units: about 800 * (1 - (1 - 1/800)^200) = 177 units.
-    assert 150 <= int((factors != 1).sum()) <= 200
-    once = factors[factors != 1].log10() - 1  # log10(c) of units drawn (mostly) once
-    assert float(once.median()) == pytest.approx(0.0, abs=0.15)  # median c = 1: factor 10
+def test_unbalanced_init_draws_a_quarter_of_each_hidden_layer_by_default() -> None:
+    # With sigma = 0 every draw rescales its unit by exactly base = 10, so the sum of log10
+    # factors over a layer counts the draws made in that layer: h // 4 each, not a pooled total.
+    net = MLP(in_features=5, hidden=(400, 200, 120), num_classes=3).double()
+    scales = unbalanced_init_(net, sigma=0.0, generator=torch.Generator().manual_seed(0))
+    draws = [round(float(s.log10().sum())) for s in scales.values()]
+    assert draws == [100, 50, 30]
+    # With replacement: about h * (1 - (1 - 1/h)^(h/4)) = 0.22 h distinct units per layer.
+    assert 80 <= int((scales[0] != 1).sum()) < 100
+    # c ~ LogNormal(0, 1): the factor of a unit drawn (mostly) once has log10(c) with median 0.
+    wide = MLP(in_features=5, hidden=(800, 800), num_classes=3)
+    factors = torch.cat(
+        list(unbalanced_init_(wide, generator=torch.Generator().manual_seed(1)).values())
+    )
+    once = factors[factors != 1].log10() - 1
+    assert float(once.median()) == pytest.approx(0.0, abs=0.15)
     untouched = copy.deepcopy(net)
-    none = unbalanced_init_(untouched, draws=0)
+    none = unbalanced_init_(untouched, draws_per_layer=(0, 0, 0))
     assert all(bool((s == 1).all()) for s in none.values())
     assert all(
         torch.equal(a, b) for a, b in zip(untouched.parameters(), net.parameters(), strict=True)
     )
+    some = unbalanced_init_(copy.deepcopy(untouched), draws_per_layer=(0, 5, 0))
+    assert bool((some[0] == 1).all()) and bool((some[2] == 1).all())
+    assert 1 <= int((some[1] != 1).sum()) <= 5
+    with pytest.raises(ValueError, match="draws_per_layer"):
+        unbalanced_init_(untouched, draws_per_layer=(1, 2))
 
 
 class Residual(nn.Module):
