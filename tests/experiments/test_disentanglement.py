@@ -16,7 +16,7 @@ from paperzoo.experiments.runner import get_experiment, run_experiment
 
 def test_shards_and_ranks_partition_the_grid() -> None:
     items = grid_items(CONFIGS["quick"])
-    assert items[:2] == ["ground-truth", "random-code"] and len(items) == 8
+    assert items[:2] == ["ground-truth", "random-code"] and len(items) == 14
     slices = [shard_items(items, (k, 3), DistInfo())[0] for k in range(3)]
     assert sorted(sum(slices, [])) == sorted(items)
     assert all(set(a).isdisjoint(b) for i, a in enumerate(slices) for b in slices[i + 1 :])
@@ -104,3 +104,36 @@ def test_spearman_and_summary_of_records() -> None:
     assert measured["study.spearman.dci_minus_reconstruction.early"] == pytest.approx(0.0)
     assert details["spearman"]["mig"][str(steps[-1])] == pytest.approx(-1.0)
     assert measured["wren.ground_truth.test_acc"] is None  # not in these records
+
+
+def test_random_code_checks_are_two_sided_and_modularity_has_a_measured_zero() -> None:
+    from paperzoo.data.ground_truth import Quantized, load_ground_truth
+    from paperzoo.experiments.disentanglement import (
+        PGM_SIZES,
+        _FactorsAsObservations,
+        _modularity_noise,
+        summarize,
+    )
+
+    # Noise is not scored 0 by modularity: 20 Gaussian codes on the quick factor samples sit
+    # near the 0.64 measured over 40 draws (docstring), far from the ground truth's 1.
+    data = Quantized(
+        load_ground_truth("abstract-dsprites", image_size=16), PGM_SIZES["abstract-dsprites"]
+    )
+    ctx = RunContext(scale="quick", seed=0, out_dir=Path("unused"))
+    noise = _modularity_noise(_FactorsAsObservations(data), CONFIGS["quick"], ctx)
+    assert 0.55 < noise["mean"] < 0.72 and 0.0 < noise["std"] < 0.06 and noise["draws"] == 20
+
+    metrics = {"beta_vae": 0.0, "factor_vae": 0.4, "mig": 0.0, "dci": 0.0, "sap": 0.0}
+    rnd = {"id": "random-code", "kind": "random", "chance": 0.25, "metrics": metrics}
+    gt = {"id": "ground-truth", "kind": "ground_truth", "metrics": {"sap": 0.5, "modularity": 0.95}}
+    rnd["modularity_noise"] = {"mean": 0.6, "std": 0.02, "draws": 20}
+    for rec in (gt, rnd):
+        rec["wren"] = {"steps": list(CONFIGS["smoke"].wren_steps), "test_acc": [0.2, 0.2]}
+    gt["metrics"].update(beta_vae=1.0, factor_vae=1.0, mig=1.0, dci=1.0)
+    measured, _ = summarize([gt, rnd], CONFIGS["smoke"])
+    # below chance counts as far from chance as above it
+    assert measured["metrics.random_representation.beta_vae_off_chance"] == pytest.approx(0.25)
+    assert measured["metrics.random_representation.factor_vae_off_chance"] == pytest.approx(0.15)
+    mod = measured["metrics.ground_truth_representation.modularity_minus_noise"]
+    assert mod == pytest.approx(0.35)

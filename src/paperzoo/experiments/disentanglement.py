@@ -22,14 +22,24 @@ The reproduction runs the same pipeline:
 4. the sanity claims use the ground-truth and random codes; the study's claims are the Spearman
    correlations over the trained VAEs (findings for BetaVAE, FactorVAE and DCI; see above).
 
-Deviations at ``quick`` scale (CPU minutes instead of thousands of GPU hours): 6 VAEs (one per
-method) trained for a few hundred steps on 16 x 16 images of the quantized factor grid (the
-puzzles' grid, 4,320 factor combinations) instead of 180 per data set for 300k steps at 64 x 64;
-metrics on fewer samples (DCI's boosted trees with 20 stages), a FactorVAE discriminator of width
-256, one small WReN (edge MLP 3 x 64, graph MLP 64) per representation trained for 600 steps on a
-pool of 2,000 pre-encoded puzzles. With 6 models the correlations are noise: the study's findings
-(BetaVAE / FactorVAE / DCI correlations positive and above reconstruction's) are judged but are
-not expected to hold at quick scale; ``full`` runs the study's grid and settings.
+Deviations at ``quick`` scale (CPU minutes instead of thousands of GPU hours): 12 VAEs, each
+method at the weakest and the strongest of its six settings in the study's sweep, trained for
+1,000 steps (Adam 1e-4, batch 64, as the study) on 16 x 16 images of the quantized factor grid
+(the puzzles' grid, 4,320 factor combinations) instead of 180 per data set for 300k steps at
+64 x 64; metrics on fewer samples (BetaVAE / FactorVAE on 1,000 / 500 points, DCI's boosted trees
+with 20 stages); a FactorVAE discriminator of width 256; one small WReN (edge MLP 3 x 64, graph
+MLP 64) per representation trained for 600 steps on a pool of 2,000 pre-encoded puzzles and
+tested on 2,000 (a binomial standard error of about 0.01 on its accuracy).
+
+The study's findings are judged at quick as at full, and they are not expected to hold there:
+the quick VAEs are barely disentangled. In the design probes (seed 100, disjoint from the seeds
+0-3 a reader runs; ``docs/disentanglement.md``) every VAE scored near chance on every metric
+(BetaVAE 0.24-0.38 against a chance of 0.17, DCI 0.04-0.14, MIG <= 0.02) after 800 or 1,000
+steps at lr 1e-4 or 1e-3, and no better after 5,000 steps at 1e-3 (BetaVAE 0.36, DCI 0.10-0.14,
+reconstruction loss unchanged at 313 nats): those VAEs encode the background colour and no
+other factor. A longer CPU-scale study (a ``study`` scale between quick and full) would rank
+noise too, so there is none; the finding needs ``full``'s training. The correlations at quick
+rank 12 models whose scores sit in a narrow band near chance.
 """
 
 from __future__ import annotations
@@ -175,18 +185,12 @@ class DisentanglementConfig:
     notes: tuple[str, ...] = field(default_factory=tuple)  # scale-specific deviations
 
 
-QUICK_MODELS = (
-    ModelSpec("beta_vae", (("beta", 4.0),), 0),
-    ModelSpec("annealed_vae", (("c_max", 25.0), ("gamma", 1000.0)), 0),
-    ModelSpec("factor_vae", (("gamma", 20.0),), 0),
-    ModelSpec("dip_vae_i", (("lambda_d_factor", 10.0), ("lambda_od", 5.0)), 0),
-    ModelSpec("dip_vae_ii", (("lambda_d_factor", 1.0), ("lambda_od", 5.0)), 0),
-    ModelSpec("beta_tc_vae", (("beta", 6.0),), 0),
-)
+# Quick: every method at the weakest and the strongest regularisation of the study's sweep.
+QUICK_MODELS = study_grid(seeds=1, settings={m: (0, 5) for m in STUDY_GRID})
 
 CONFIGS = {
     "smoke": DisentanglementConfig(
-        models=(QUICK_MODELS[0], QUICK_MODELS[2]),
+        models=(QUICK_MODELS[0], QUICK_MODELS[4]),
         image_size=16,
         quantize_all=True,
         vae_steps=3,
@@ -214,11 +218,11 @@ CONFIGS = {
         models=QUICK_MODELS,
         image_size=16,
         quantize_all=True,
-        vae_steps=300,
+        vae_steps=1000,
         disc_width=256,
         metric_batch=64,
-        metric_train=200,
-        metric_eval=100,
+        metric_train=1000,
+        metric_eval=500,
         variance_samples=2000,
         code_train=1500,
         code_test=750,
@@ -227,16 +231,17 @@ CONFIGS = {
         wren_steps=(100, 300, 600),
         wren_eval_every=100,
         wren_train_puzzles=2000,
-        wren_test_puzzles=500,
+        wren_test_puzzles=2000,
         wren_runs=1,
         wren_edge=(64, 64, 64),
         wren_graph=(64,),
         wren_dropout=0.5,
         wren_lr=1e-3,
         notes=(
-            "quick scale: 6 VAEs x 300 steps on 16x16 images of the quantized grid, metrics on "
-            "reduced samples (DCI with 20 boosting stages), FactorVAE discriminator width 256, one "
-            "small WReN per representation (600 steps on a pool of 2,000 puzzles, 500 test puzzles)",
+            "quick scale: 12 VAEs (each method at the weakest and the strongest setting of the "
+            "study's sweep) x 1,000 steps on 16x16 images of the quantized grid, metrics on reduced "
+            "samples (DCI with 20 boosting stages), FactorVAE discriminator width 256, one small "
+            "WReN per representation (600 steps on a pool of 2,000 puzzles, 2,000 test puzzles)",
         ),
     ),
     "full": DisentanglementConfig(
@@ -277,18 +282,25 @@ CLAIMS = (
         kind="check",
     ),
     ClaimSpec(
-        "metrics.random_representation.beta_vae_above_chance",
-        "A random code's BetaVAE score is within 0.1 of chance (1 / number of factors)",
+        "metrics.ground_truth_representation.modularity_minus_noise",
+        "The ground-truth code's modularity minus the noise level (the mean modularity of 20 "
+        "independent Gaussian codes scored on the same factor samples): modularity has no zero "
+        "baseline, because the histogram estimates of mutual information are biased towards the "
+        "factors with more values, so noise scores about 0.5-0.65 depending on the factor sizes",
         paper=None,
-        target="<= 0.1",
+        target=">= 0.2",
         kind="check",
     ),
-    ClaimSpec(
-        "metrics.random_representation.factor_vae_above_chance",
-        "A random code's FactorVAE score is within 0.1 of chance (1 / number of factors)",
-        paper=None,
-        target="<= 0.1",
-        kind="check",
+    *(
+        ClaimSpec(
+            f"metrics.random_representation.{m}_off_chance",
+            f"A random code's {name} score is within 0.1 of chance (1 / number of factors) from "
+            "either side: |score - chance|",
+            paper=None,
+            target="<= 0.1",
+            kind="check",
+        )
+        for m, name in (("beta_vae", "BetaVAE"), ("factor_vae", "FactorVAE"))
     ),
     ClaimSpec(
         "metrics.random_representation.mig",
@@ -309,14 +321,6 @@ CLAIMS = (
         "A random code's SAP score is near 0",
         paper=None,
         target="<= 0.05",
-        kind="check",
-    ),
-    ClaimSpec(
-        "metrics.random_representation.modularity",
-        "A random code's modularity stays below the ground-truth bound (0.9); modularity has no zero "
-        "baseline: the bias of the mutual-information estimates gives noise a high score",
-        paper=None,
-        target="< 0.9",
         kind="check",
     ),
     ClaimSpec(
@@ -350,7 +354,12 @@ CLAIMS = (
             f"study.spearman.{m}.early",
             f"Spearman rank correlation between the {m.replace('_', ' ')} score and WReN accuracy after "
             "the fewest training steps (paper: BetaVAE / FactorVAE / DCI positive and above "
-            "reconstruction)",
+            "reconstruction)"
+            + (
+                "; the reconstruction score is minus the reconstruction loss (higher is better)"
+                if m == "reconstruction"
+                else ""
+            ),
             paper="> 0 (few steps)" if m in STUDY_FINDING_METRICS else None,
             target="> 0" if m in STUDY_FINDING_METRICS else "reported",
             kind="finding" if m in STUDY_FINDING_METRICS else "check",
@@ -547,6 +556,27 @@ def _metrics(
         modularity=modularity(c_tr, f_tr),
     )
     return {k: float(v) for k, v in out.items()}
+
+
+NOISE_DRAWS = 20  # Gaussian codes that measure modularity's noise level
+
+
+def _modularity_noise(
+    data: GroundTruthData, cfg: DisentanglementConfig, ctx: RunContext, dim: int = 10
+) -> dict[str, float]:
+    """Modularity of independent N(0, 1) codes on the factor samples every representation gets.
+
+    Modularity (Ridgeway & Mozer 2018) rewards a code whose every dimension carries information
+    about one factor only. Its mutual-information estimates (histograms) are biased upwards, most
+    for the factors with more values, so pure noise looks modular: about 0.64 on the quantized
+    abstract dSprites grid, 0.62 on color-shapes, 0.48 on dSprites (40 draws, 1,500 codes; the
+    same at 10,000). The mean over ``NOISE_DRAWS`` codes is that run's zero.
+    """
+    r = np.random.default_rng(derive_seed(ctx.seed, "metrics", "codes"))  # as in _metrics
+    f_tr = data.sample_factors(budget.items(cfg.code_train, 500), r)
+    g = np.random.default_rng(derive_seed(ctx.seed, "modularity-noise"))
+    vals = [modularity(g.standard_normal((len(f_tr), dim)), f_tr) for _ in range(NOISE_DRAWS)]
+    return {"mean": float(np.mean(vals)), "std": float(np.std(vals)), "draws": NOISE_DRAWS}
 
 
 @torch.no_grad()
@@ -757,6 +787,7 @@ def _evaluate_item(
             cfg,
             ctx,
         )
+        record["modularity_noise"] = _modularity_noise(_FactorsAsObservations(env.train), cfg, ctx)
         rep = _random_code(10, derive_seed(ctx.seed, "random-panels"))
     else:
         spec = specs[item]
@@ -834,16 +865,17 @@ def summarize(
     if rnd is not None:
         chance = rnd["chance"]  # 1 / number of factors
         mm = rnd["metrics"]
-        measured["metrics.random_representation.beta_vae_above_chance"] = mm["beta_vae"] - chance
-        measured["metrics.random_representation.factor_vae_above_chance"] = (
-            mm["factor_vae"] - chance
-        )
-        for m in ("mig", "dci", "sap", "modularity"):
+        for m in ("beta_vae", "factor_vae"):  # two-sided: |score - chance|
+            measured[f"metrics.random_representation.{m}_off_chance"] = abs(mm[m] - chance)
+        for m in ("mig", "dci", "sap"):
             measured[f"metrics.random_representation.{m}"] = mm[m]
         measured["wren.random_code.test_acc"] = _acc_at(rnd, last)
     if gt is not None and rnd is not None:
         measured["metrics.ground_truth_representation.sap_minus_random"] = (
             gt["metrics"]["sap"] - rnd["metrics"]["sap"]
+        )
+        measured["metrics.ground_truth_representation.modularity_minus_noise"] = (
+            gt["metrics"]["modularity"] - rnd["modularity_noise"]["mean"]
         )
     measured["study.num_models"] = len(vaes)
     table: dict[str, dict[str, float | None]] = {m: {} for m in METRICS}
@@ -1058,8 +1090,22 @@ class DisentanglementExperiment(Experiment):
         n_vae = int(measured["study.num_models"])
         if n_vae < 30:
             notes.append(
-                f"Spearman correlations over only {n_vae} VAEs are very noisy; the BetaVAE, FactorVAE "
-                "and DCI ones are judged against the paper's ordering all the same"
+                f"Spearman correlations over only {n_vae} VAEs are noisy, and at quick scale the "
+                "VAEs are barely disentangled (their scores lie near chance; docs/"
+                "disentanglement.md): the BetaVAE, FactorVAE and DCI correlations are judged "
+                "against the paper's ordering all the same, and say little either way"
+            )
+        notes.append(
+            "sign convention: the reconstruction score is minus the mean Bernoulli reconstruction "
+            "loss of the encoder mean (nats per image), so higher is better, as for every "
+            "disentanglement score; a positive Spearman means better reconstruction goes with "
+            "higher WReN accuracy"
+        )
+        noise = next((r["modularity_noise"] for r in records if "modularity_noise" in r), None)
+        if noise is not None:
+            notes.append(
+                f"modularity's noise level: {noise['mean']:.3f} ± {noise['std']:.3f} over "
+                f"{noise['draws']} Gaussian codes (the ground-truth check is measured against it)"
             )
         notes.append(
             f"data: {env.name} ({env.base.source}), {cfg.image_size}x{cfg.image_size} images; VAEs and metrics on "
