@@ -169,3 +169,31 @@ def test_dci_parallel_fits_give_identical_scores(codes) -> None:
     one = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3)
     two = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3, n_jobs=2)
     assert one == two
+
+
+def test_chunked_interventional_features_equal_the_one_shot_formulas() -> None:
+    from paperzoo.metrics.disentanglement.beta_vae import beta_vae_features
+    from paperzoo.metrics.disentanglement.factor_vae import factor_vae_votes
+
+    rng = np.random.default_rng(7)
+    z1, z2 = rng.normal(size=(700, 16, 5)), rng.normal(size=(700, 16, 5))  # > one chunk
+    assert np.array_equal(beta_vae_features(z1, z2), np.mean(np.abs(z1 - z2), axis=1))
+    index = rng.integers(0, 4, size=700)
+    gvar, active = np.ones(5), np.array([True, False, True, True, True])
+    local = np.var(z1[:, :, active], axis=1, ddof=1)
+    ref = np.zeros((4, 4), dtype=np.int64)
+    np.add.at(ref, (index, np.argmin(local, axis=1)), 1)
+    assert np.array_equal(factor_vae_votes(index, z1, gvar, active, 4), ref)
+
+
+def test_encode_factors_matches_one_call_and_discrete_mi_handles_any_labels() -> None:
+    from paperzoo.metrics.disentanglement.utils import encode_factors
+
+    f = DATA.sample_factors(2500, np.random.default_rng(2)).reshape(500, 5, 4)
+    out = encode_factors(DATA, identity, f, None, batch_size=333)
+    assert out.shape == (500, 5, 4) and np.array_equal(out, f.astype(float))
+    rng = np.random.default_rng(4)
+    codes = rng.integers(-3, 9, size=(400, 3))
+    labels = np.stack([rng.integers(0, 5, 400) * 1000, rng.integers(-2, 2, 400)], axis=1)
+    ref = [[mutual_info_score(labels[:, j], codes[:, i]) for j in range(2)] for i in range(3)]
+    np.testing.assert_allclose(discrete_mutual_info(codes, labels), ref, rtol=1e-12, atol=1e-15)

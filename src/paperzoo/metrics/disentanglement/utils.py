@@ -56,9 +56,17 @@ def _compact(labels: np.ndarray) -> tuple[np.ndarray, int]:
     out = np.empty(labels.shape, dtype=np.int64)
     k = 1
     for j in range(labels.shape[1]):
-        uniq, inv = np.unique(labels[:, j], return_inverse=True)
-        out[:, j] = inv.reshape(-1)
-        k = max(k, len(uniq))
+        col = labels[:, j]
+        lo = col.min() if len(col) else 0
+        if np.issubdtype(col.dtype, np.integer) and len(col) and col.max() - lo <= 4 * len(col):
+            # Small integer range: a counting pass instead of np.unique's sort (same result).
+            present = np.bincount(col - lo) > 0
+            out[:, j] = (np.cumsum(present) - 1)[col - lo]
+            k = max(k, int(present.sum()))
+        else:
+            uniq, inv = np.unique(col, return_inverse=True)
+            out[:, j] = inv.reshape(-1)
+            k = max(k, len(uniq))
     return out, k
 
 
@@ -132,13 +140,16 @@ def encode_factors(
     """Codes of observations rendered from ``factors``, in batches. (..., F) -> (..., D)."""
     lead = factors.shape[:-1]
     flat = factors.reshape(-1, factors.shape[-1])
-    codes = [
-        as_numpy_codes(
+    out = None
+    for i in range(0, len(flat), batch_size):  # written into one preallocated array, no concat
+        c = as_numpy_codes(
             representation(data.sample_observations_from_factors(flat[i : i + batch_size], rng))
         )
-        for i in range(0, len(flat), batch_size)
-    ]
-    out = np.concatenate(codes, axis=0)
+        if out is None:
+            out = np.empty((len(flat), c.shape[1]))  # (N, D)
+        out[i : i + len(c)] = c
+    if out is None:
+        raise ValueError("encode_factors needs at least one factor vector")
     return out.reshape(*lead, out.shape[-1])
 
 
