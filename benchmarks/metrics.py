@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 from paperzoo.data.ground_truth import GroundTruthData
 from paperzoo.metrics.disentanglement import dci, mig, modularity, sap
 from paperzoo.metrics.disentanglement.beta_vae import (
-    beta_vae_features,
+    beta_vae_points,
     beta_vae_score_from_features,
     sample_beta_vae_pairs,
 )
@@ -174,9 +174,7 @@ def ref_dci(codes, factors, codes_t, factors_t, trees: int) -> float:
 
 def ours_beta_vae(index, f1, f2, index_e, f1_e, f2_e) -> float:
     def points(idx, a, b):
-        z1 = encode_factors(DATA, representation, a, None, batch_size=1 << 16)
-        z2 = encode_factors(DATA, representation, b, None, batch_size=1 << 16)
-        return beta_vae_features(z1, z2), idx
+        return beta_vae_points(DATA, representation, a, b, None, encode_batch=1 << 16), idx
 
     return beta_vae_score_from_features(*points(index, f1, f2), *points(index_e, f1_e, f2_e))[1]
 

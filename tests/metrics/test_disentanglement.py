@@ -238,3 +238,30 @@ def test_dci_batched_backend_close_to_scikit_learn(codes) -> None:
     assert gt.disentanglement > 0.9 and gt.completeness > 0.9 and gt.informativeness_test > 0.99
     with pytest.raises(ValueError, match="backend"):
         dci(c[:50], f[:50], ct[:50], ft[:50], backend="lightgbm")
+
+
+class NoisyFactors(FactorsAsObservations):
+    """Rendering consumes ``rng`` (as abstract dSprites does): the batch order must not change."""
+
+    def sample_observations_from_factors(self, factors, rng):
+        f = self.check_factors(factors).astype(np.float32)
+        return torch.from_numpy(f + rng.normal(size=f.shape).astype(np.float32))
+
+
+@pytest.mark.parametrize(("batch", "encode_batch"), [(16, 64), (16, 40)])
+def test_beta_vae_points_equal_two_encodes_with_the_same_rng_stream(batch, encode_batch) -> None:
+    from paperzoo.metrics.disentanglement.beta_vae import (
+        beta_vae_features,
+        beta_vae_points,
+        sample_beta_vae_pairs,
+    )
+    from paperzoo.metrics.disentanglement.utils import encode_factors
+
+    data = NoisyFactors()
+    _, f1, f2 = sample_beta_vae_pairs(data, 37, batch, np.random.default_rng(0))
+    r1, r2 = np.random.default_rng(1), np.random.default_rng(1)
+    z1 = encode_factors(data, identity, f1, r1, batch_size=encode_batch)
+    z2 = encode_factors(data, identity, f2, r1, batch_size=encode_batch)
+    ours = beta_vae_points(data, identity, f1, f2, r2, encode_batch=encode_batch)
+    assert np.array_equal(ours, beta_vae_features(z1, z2))
+    assert r1.integers(1 << 30) == r2.integers(1 << 30)  # the stream was consumed identically

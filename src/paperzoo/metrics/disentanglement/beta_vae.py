@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from paperzoo.data.ground_truth import GroundTruthData, RepresentationFn
+from paperzoo.data.ground_truth import GroundTruthData, RepresentationFn, as_numpy_codes
 from paperzoo.metrics.disentanglement.utils import encode_factors
 
 
@@ -51,6 +51,40 @@ def beta_vae_features(codes1: np.ndarray, codes2: np.ndarray) -> np.ndarray:
     return out
 
 
+def beta_vae_points(
+    data: GroundTruthData,
+    representation: RepresentationFn,
+    factors1: np.ndarray,
+    factors2: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    encode_batch: int = 1024,
+) -> np.ndarray:
+    """z_diff of every training point: encode ``factors1`` (all batches, in order), then
+    ``factors2`` batch by batch, reducing each batch to its points' features at once.
+
+    The representation sees the same batches in the same order as two ``encode_factors`` calls
+    (so ``rng`` is consumed identically), and each point's mean is the same arithmetic as
+    ``beta_vae_features``; only the (P, B, D) codes of ``factors2`` are never stored.
+
+    Shapes:
+        factors1, factors2 (P, B, F) -> (P, D)
+    """
+    p, b = factors1.shape[:2]
+    z1 = encode_factors(data, representation, factors1, rng, batch_size=encode_batch)
+    if encode_batch % b:  # batches would split points: keep the two-array path
+        z2 = encode_factors(data, representation, factors2, rng, batch_size=encode_batch)
+        return beta_vae_features(z1, z2)
+    out = np.empty((p, z1.shape[-1]))  # (P, D)
+    flat = factors2.reshape(p * b, -1)
+    step = encode_batch // b  # whole points per batch
+    for s in range(0, p, step):
+        obs = data.sample_observations_from_factors(flat[s * b : (s + step) * b], rng)
+        z2 = as_numpy_codes(representation(obs)).reshape(-1, b, z1.shape[-1])  # (step, B, D)
+        out[s : s + step] = beta_vae_features(z1[s : s + step], z2)
+    return out
+
+
 def beta_vae_score_from_features(
     train_x: np.ndarray, train_y: np.ndarray, eval_x: np.ndarray, eval_y: np.ndarray
 ) -> tuple[float, float]:
@@ -80,8 +114,6 @@ def beta_vae_score(
     points = []
     for n in (num_train, num_eval):
         index, f1, f2 = sample_beta_vae_pairs(data, n, batch_size, rng)
-        z1 = encode_factors(data, representation, f1, rng)  # (n, B, D)
-        z2 = encode_factors(data, representation, f2, rng)
-        points.append((beta_vae_features(z1, z2), index))
+        points.append((beta_vae_points(data, representation, f1, f2, rng), index))
     (tx, ty), (ex, ey) = points
     return beta_vae_score_from_features(tx, ty, ex, ey)[1]
