@@ -202,6 +202,7 @@ def linear_svc_1d_accuracy(
     labels, classes, offsets, total_cols, (fac, pos_col, neg_col, cp, cn) = _svc_problems(ytr, C)
     cols = offsets[None, :] + labels  # (N, F) class column of every sample and factor
     acc = np.empty((x_train.shape[1], ytr.shape[1]))
+    buf = np.empty((len(x_test), max((len(c) for c in classes), default=1)))  # (M, K max)
     for i in range(x_train.shape[1]):  # loop over latents only; all factors' problems at once
         order = np.argsort(x_train[:, i], kind="stable")
         w = b = np.zeros(0)
@@ -212,9 +213,15 @@ def linear_svc_1d_accuracy(
             if len(cls) < 2:  # a single class: predict it
                 pred = np.zeros(len(x_test), dtype=np.int64)
             else:
-                scores = w[q, None] * x_test[None, :, i] + b[q, None]  # (K or 1, M) decision values
+                # (M, K or 1) decision values, classes last (argmax along contiguous memory),
+                # written into one reused buffer
+                scores = buf[:, : len(q)]
+                np.multiply(x_test[:, i, None], w[None, q], out=scores)
+                scores += b[None, q]
                 pred = (
-                    (scores[0] > 0).astype(np.int64) if len(cls) == 2 else np.argmax(scores, axis=0)
+                    (scores[:, 0] > 0).astype(np.int64)
+                    if len(cls) == 2
+                    else np.argmax(scores, axis=1)
                 )
             acc[i, j] = np.mean(cls[pred] == yte[:, j])
     return acc[:, 0] if single else acc
