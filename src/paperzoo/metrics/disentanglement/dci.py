@@ -66,7 +66,7 @@ def _fit_factor(
     n_estimators: int,
     random_state: int,
     backend: Backend = "sklearn",
-    max_bins: int | None = 256,
+    max_bins: int | None = None,
 ) -> tuple[np.ndarray, float, float]:
     """One factor's boosted trees: (importances (D,), train accuracy, test accuracy)."""
     if len(np.unique(y)) < 2:  # a constant factor: nothing to predict, no importance
@@ -100,7 +100,7 @@ def importance_gbt(
     random_state: int = 0,
     n_jobs: int | None = None,
     backend: Backend = "sklearn",
-    max_bins: int | None = 256,
+    max_bins: int | None = None,
 ) -> tuple[np.ndarray, float, float]:
     """Importance matrix (D, F) and mean train / test accuracy of the per-factor boosted trees.
 
@@ -140,7 +140,7 @@ def dci(
     random_state: int = 0,
     n_jobs: int | None = None,
     backend: Backend = "sklearn",
-    max_bins: int | None = 256,
+    max_bins: int | None = None,
 ) -> DCIScores:
     """DCI scores of codes (N, D) w.r.t. factors (N, F); the study uses 10,000 / 5,000 points.
 
