@@ -265,3 +265,23 @@ def test_beta_vae_points_equal_two_encodes_with_the_same_rng_stream(batch, encod
     ours = beta_vae_points(data, identity, f1, f2, r2, encode_batch=encode_batch)
     assert np.array_equal(ours, beta_vae_features(z1, z2))
     assert r1.integers(1 << 30) == r2.integers(1 << 30)  # the stream was consumed identically
+
+
+def test_metrics_benchmark_runs_and_inherits_the_thread_setting(monkeypatch, capsys) -> None:
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "metrics.py"
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # what `paperzoo bench --threads 2` does before running it
+        monkeypatch.setattr("sys.argv", [str(script), "--samples", "200", "--dci-trees", "1"])
+        monkeypatch.setattr("sys.path", [str(script.parent), *__import__("sys").path])
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        torch.set_num_threads(before)
+    out = capsys.readouterr().out
+    assert "2 thread(s)" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:10]}
+    for name in ("BetaVAE", "FactorVAE", "SAP", "modularity", "DCI"):
+        assert float(rows[name][-1]) < 1e-12, name  # same values on both sides
