@@ -282,6 +282,6 @@ def test_metrics_benchmark_runs_and_inherits_the_thread_setting(monkeypatch, cap
         torch.set_num_threads(before)
     out = capsys.readouterr().out
     assert "2 thread(s)" in out
-    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:10]}
+    rows = {line[:13].strip(): line.split() for line in out.splitlines()[2:10]}
     for name in ("BetaVAE", "FactorVAE", "SAP", "modularity", "DCI"):
         assert float(rows[name][-1]) < 1e-12, name  # same values on both sides
