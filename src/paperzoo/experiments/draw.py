@@ -15,31 +15,43 @@ importance-weighted estimate.
 
 The monitor (``eval_every``) reads validation digits held out from the training set (a seeded,
 class-stratified subset); test digits are read only for the final numbers. (In 0.1 the
-monitor read 300 test digits, and the quick-scale probes quoted below as "on the monitor images"
-were measured on them: those choices saw test data.)
+monitor read 300 test digits and the quick config was chosen by comparing test bounds; docs/draw.md
+keeps that history, marked. The quick config below was selected again on validation data.)
 
 Deviations from the paper, all in the config and docs/draw.md:
 
 * quick: 16 glimpses instead of 64, LSTMs of 128, z of 32, and a 5x5 read (the same grid as the
   5x5 write) instead of 2x2: with 4x fewer glimpses a 2x2 read shows the encoder too little of
-  the digit and learning crawls (single-seed probes, same budget: 2x2 at ~143 nats after 1,200
-  steps at lr 2e-3, 4x4 at 113.5 after 1,200 steps at lr 2e-3 decaying to 2e-4, 5x5 at ~109
-  after 1,200 steps at lr 2e-3; see docs/draw.md);
+  the digit and learning crawls (selection below);
 * the attention windows start tiling the image at unit gain (``window_init="cover"``, see
   ``paperzoo.nn.gaussian_attention``); with a zero bias the 2x2 read sits on the blank corner
   pixels, the writes are ~30x weaker than without attention, and training plateaus at the bound
   of the mean image with KL ~ 0;
 * quick: the KL term of the training loss is annealed from 0 to 1 over the first 150 steps
   (Sønderby et al. 2016); every reported bound uses the exact KL;
-* quick: Adam at lr 3e-3, constant, for 1,200 steps of 50 images (15 epochs of 4,000 digits),
-  the same for both models. The attention model is still far from converged at this budget, so
-  the larger step helps (5x5 read, 1,200 steps: 98.6 nats at 3e-3 against ~109 at 2e-3), and a
-  linear decay to 0.1x only slowed it (4x4 read at step 800: 117.9 nats on the monitor images
-  with decay, 112.6 without). The step count is set by the time budget: 1,000 steps of both
-  models plus the evaluation took 378 s of CPU on one thread, so 1,200 steps (456 s measured) use about
-  three quarters of the 10-minute quick budget;
+* quick: Adam at a constant lr of 3e-3 for 2,000 steps of 50 images (27 epochs of the 3,700
+  training digits), the same for both models;
 * Adam with gradient-norm clipping at 10 (the paper names neither its optimiser settings nor a
   clipping value).
+
+Selection of the quick config (0.2.0, on validation data only; docs/draw.md has the tables).
+Candidates, fixed before the runs: read 2, 4 or 5 x Adam lr 2e-3 or 3e-3, constant, plus read 5
+at 3e-3 decaying linearly to 3e-4; step counts read off the validation monitor (a constant-lr run
+of fewer steps is the prefix of a longer one). Rule, fixed before the runs: the lowest mean
+validation bound of the attention model over seeds 0-1 (ties within 0.5 nats to fewer steps),
+within the budget of 6 CPU-minutes per seed at one thread for both models; the baseline gets the
+same optimiser, schedule and steps. Round 1 (1,400 steps): read 5 at 3e-3 won (95.09 / 95.65
+nats at seeds 0 / 1; read 4 at 3e-3: 97.54 / 101.02; read 4 at 2e-3: 98.56 / 106.25; read 5 with
+decay: 101.75 / 99.48; read 5 at 2e-3: 107.10 and read 2: 110.47, 114.39 at seed 0). Round 2,
+the same config up to the budget's 2,000 steps: 87.68 / 88.90 at 2,000 steps (90.63 / 90.97 at
+1,800), so 2,000 steps (the cap was set from CPU times after round 1's seed-0 baselines were
+known). Then both models at seeds 0-3 (the check, no part in the rule): attention minus no
+attention on validation -7.96, -11.00, -0.89, -7.89 nats (seed 2's attention model learns more
+slowly throughout: 98.93 against 87.68-90.96 nats at 2,000 steps). The 0.1 quick config (1,200
+steps, chosen by comparing test bounds, with a monitor that read test digits) stopped where the
+baseline, which learns faster early and then flattens, was still level with the attention model
+(99.71 against 98.72 on validation at seed 0); its ordering failed at two seeds of four. No test
+number was computed for the selection.
 """
 
 from __future__ import annotations
@@ -115,7 +127,7 @@ CONFIGS = {
         model=QUICK_MODEL,
         dataset="mnist5k",
         binarization="threshold",
-        train_steps=1200,
+        train_steps=2000,  # selected on validation data (docstring)
         batch_size=50,
         lr=3e-3,
         grad_clip=10.0,
@@ -148,10 +160,11 @@ CLAIMS = (
         "mnist.attention.test_nll_bound",
         "DRAW with attention (paper and --scale full: 64 glimpses, 2x2 read, 5x5 write; quick: 16 "
         "glimpses of 5x5, 5x5 write): negative ELBO on binarized test digits, nats per image "
-        "(full: at most 82, the paper's 80.97 with a tolerance of about 1 nat)",
+        "(full: the paper's 80.97 within 2 %, about 1.6 nats)",
         paper=PAPER_ATTENTION,
-        # quick: a smaller model (see the docstring) that has clearly learned; full: the paper's.
-        target={"quick": "<= 115", "full": "<= 82"},
+        # quick: a smaller model (see the docstring) that has clearly learned (the mean image
+        # scores ~205 nats); full: the paper's number, two-sided like the baseline's.
+        target={"quick": "<= 115", "full": f"within 2% of {PAPER_ATTENTION}"},
     ),
     ClaimSpec(
         "mnist.no_attention.test_nll_bound",
@@ -165,10 +178,10 @@ CLAIMS = (
     ClaimSpec(
         "mnist.attention_vs_no_attention.test_nll_bound",
         "Attention helps: test bound with attention minus test bound without (nats; the paper's "
-        "ordering is <= 0; full: the paper's -6.43 plus the two tolerances above, 1.03 + 1.75 "
+        "ordering is <= 0; full: the paper's -6.43 plus the two tolerances above, 1.62 + 1.75 "
         "nats)",
         paper=round(PAPER_ATTENTION - PAPER_NO_ATTENTION, 2),
-        target={"quick": "<= 0", "full": "<= -3.65"},
+        target={"quick": "<= 0", "full": "<= -3.06"},
     ),
     ClaimSpec(
         "mnist.attention.train_nll_bound",
@@ -322,11 +335,21 @@ class DrawExperiment(Experiment):
             f"z {cfg.model.z_size}, read {cfg.model.read_n}x{cfg.model.read_n}, "
             f"write {cfg.model.write_n}x{cfg.model.write_n}.",
         ]
+        if len(x_val):
+            last = {v: curves[v]["monitor_val"][-1] for v in VARIANTS if curves[v]["monitor_val"]}
+            if len(last) == len(VARIANTS):
+                notes.append(
+                    f"Validation bound at the last monitor step ({len(x_val)} held-out training "
+                    f"digits): attention {last['attention']:.2f}, no attention "
+                    f"{last['no_attention']:.2f}, difference "
+                    f"{last['attention'] - last['no_attention']:+.2f} nats."
+                )
         if ctx.scale == "quick":
             notes.append(
-                "At quick scale the attention vs no-attention difference is within the "
-                "seed-to-seed spread (seeds 0-3 of this config: -1.7, -1.0, +5.2, +5.3 nats; see "
-                "docs/draw.md): the paper's ordering is the target of --scale full."
+                "The quick config (read size, learning rate, schedule, steps) was selected on the "
+                "validation bound of the attention model only (seeds 0-1, a rule fixed before the "
+                "runs; the module docstring and docs/draw.md give the candidates and numbers); "
+                "no test number was seen."
             )
         for v in VARIANTS:
             r = results[v]
