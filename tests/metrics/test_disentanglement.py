@@ -163,11 +163,12 @@ def test_inputs_are_validated() -> None:
         mig(np.zeros((5, 1)), np.zeros((5, 2), dtype=int))
 
 
-def test_dci_parallel_fits_give_identical_scores(codes) -> None:
+@pytest.mark.parametrize("backend", ["sklearn", "batched"])
+def test_dci_parallel_fits_give_identical_scores(codes, backend) -> None:
     f, ft = codes["factors"]
     c, ct = codes["random"]
-    one = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3)
-    two = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3, n_jobs=2)
+    one = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3, backend=backend)
+    two = dci(c[:300], f[:300], ct[:200], ft[:200], n_estimators=3, n_jobs=2, backend=backend)
     assert one == two
 
 
