@@ -349,7 +349,7 @@ class DrawExperiment(Experiment):
                 "The quick config (read size, learning rate, schedule, steps) was selected on the "
                 "validation bound of the attention model only (seeds 0-1, a rule fixed before the "
                 "runs; the module docstring and docs/draw.md give the candidates and numbers); "
-                "no test number was seen."
+                "no test number was computed for the selection."
             )
         for v in VARIANTS:
             r = results[v]
