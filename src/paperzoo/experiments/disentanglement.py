@@ -190,7 +190,10 @@ QUICK_MODELS = study_grid(seeds=1, settings={m: (0, 5) for m in STUDY_GRID})
 
 CONFIGS = {
     "smoke": DisentanglementConfig(
-        models=(QUICK_MODELS[0], QUICK_MODELS[4]),
+        models=(  # one plain VAE objective and one with the FactorVAE discriminator
+            ModelSpec("beta_vae", (("beta", 4.0),), 0),
+            ModelSpec("factor_vae", (("gamma", 20.0),), 0),
+        ),
         image_size=16,
         quantize_all=True,
         vae_steps=3,
