@@ -517,14 +517,26 @@ def _vae_representation(model: VAE):
     return rep
 
 
+def _metric_rng(ctx: RunContext, key: str) -> np.random.Generator:
+    """The seeded stream of one metric's samples (the same for every representation of a run)."""
+    return np.random.default_rng(derive_seed(ctx.seed, "metrics", key))
+
+
+def _code_factors(
+    data: GroundTruthData, cfg: DisentanglementConfig, ctx: RunContext
+) -> tuple[np.random.Generator, np.ndarray, np.ndarray]:
+    """(stream, training factors, test factors) for the code-based metrics (MIG, DCI, SAP,
+    modularity); the stream goes on to render their observations."""
+    r = _metric_rng(ctx, "codes")
+    # (--max-steps: every sample size cut to a few batches)
+    n_tr, n_te = budget.items(cfg.code_train, 500), budget.items(cfg.code_test, 500)
+    return r, data.sample_factors(n_tr, r), data.sample_factors(n_te, r)
+
+
 def _metrics(
     rep, data: GroundTruthData, cfg: DisentanglementConfig, ctx: RunContext
 ) -> dict[str, float]:
     """All six metrics with the same (seeded) samples for every representation."""
-
-    def rng(key: str) -> np.random.Generator:
-        return np.random.default_rng(derive_seed(ctx.seed, "metrics", key))
-
     # (--max-steps: every sample size cut to a few batches)
     kw = {
         "batch_size": cfg.metric_batch,
@@ -533,14 +545,12 @@ def _metrics(
     }
     n_var = budget.items(cfg.variance_samples, 500)
     out = {
-        "beta_vae": beta_vae_score(data, rep, rng("beta_vae"), **kw),
+        "beta_vae": beta_vae_score(data, rep, _metric_rng(ctx, "beta_vae"), **kw),
         "factor_vae": factor_vae_score(
-            data, rep, rng("factor_vae"), num_variance_estimate=n_var, **kw
+            data, rep, _metric_rng(ctx, "factor_vae"), num_variance_estimate=n_var, **kw
         ),
     }
-    r = rng("codes")
-    n_tr, n_te = budget.items(cfg.code_train, 500), budget.items(cfg.code_test, 500)
-    f_tr, f_te = data.sample_factors(n_tr, r), data.sample_factors(n_te, r)
+    r, f_tr, f_te = _code_factors(data, cfg, ctx)
     c_tr, c_te = encode_factors(data, rep, f_tr, r), encode_factors(data, rep, f_te, r)
     d = dci(
         c_tr,
@@ -575,8 +585,7 @@ def _modularity_noise(
     abstract dSprites grid, 0.62 on color-shapes, 0.48 on dSprites (40 draws, 1,500 codes; the
     same at 10,000). The mean over ``NOISE_DRAWS`` codes is that run's zero.
     """
-    r = np.random.default_rng(derive_seed(ctx.seed, "metrics", "codes"))  # as in _metrics
-    f_tr = data.sample_factors(budget.items(cfg.code_train, 500), r)
+    f_tr = _code_factors(data, cfg, ctx)[1]
     g = np.random.default_rng(derive_seed(ctx.seed, "modularity-noise"))
     vals = [modularity(g.standard_normal((len(f_tr), dim)), f_tr) for _ in range(NOISE_DRAWS)]
     return {"mean": float(np.mean(vals)), "std": float(np.std(vals)), "draws": NOISE_DRAWS}
