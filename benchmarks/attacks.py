@@ -7,7 +7,13 @@ that load changes on the machine hit both alike; the table gives the median time
 resulting robust accuracy, and the throughput ratio (paperzoo / torchattacks; goal >= 1.0 at equal
 robust accuracy).
 
-    python benchmarks/attacks.py [--n 500] [--batch 250] [--repeats 3] [--threads T]
+    python benchmarks/attacks.py [--n 500] [--batch 250] [--repeats 3] [--threads T] [--quick]
+
+Rows for ``paperzoo bench --json``: per eps, the median seconds to attack the examples, ratio
+torchattacks / paperzoo. The agreement check, run once outside the timings: both attacks without
+the random start (their only random part, drawn from different generators) on the first batch,
+the largest difference between their adversarial examples (tolerance 1e-6: the same steps of
+the same gradient signs should give the same examples up to rounding).
 
 torchattacks is a benchmark-only dependency: ``pip install --no-deps torchattacks``.
 """
@@ -20,6 +26,7 @@ import time
 
 import torch
 
+from _common import add_common_args, agreement, apply_quick, apply_threads, result, row
 from paperzoo.adversarial.attacks import PGD
 from paperzoo.adversarial.training import train_classifier
 from paperzoo.data import load_dataset
@@ -30,21 +37,22 @@ from paperzoo.models.small import SmallCNN
 EPS, ALPHA, STEPS = (0.1, 0.3), 0.01, 40  # 0.1: robust accuracy is not 0, so it compares
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=500, help="test examples attacked per repeat")
     ap.add_argument("--batch", type=int, default=250)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--train-steps", type=int, default=300)
-    ap.add_argument("--threads", type=int)
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    add_common_args(ap)
+    args = ap.parse_args(argv)
+    apply_quick(args, n=8, batch=4, repeats=1, train_steps=2)
+    apply_threads(args)
     try:
         import torchattacks
     except ImportError:
-        print("torchattacks is not installed: pip install --no-deps torchattacks")
-        return
+        msg = "torchattacks is not installed: pip install --no-deps torchattacks"
+        print(msg)
+        return result("attacks", args, [], skipped=msg)
 
     split = load_dataset("mnist5k")
     with seeded(0):
@@ -62,11 +70,19 @@ def main() -> None:
         f"threads {torch.get_num_threads()}"
     )
     print(f"{'eps':>5}  {'library':<14}{'ms/batch':>10}{'examples/s':>12}{'robust acc':>12}")
-    for eps in EPS:
-        _compare(model, x, y, eps, args.batch, args.repeats, torchattacks)
+    rows = [_compare(model, x, y, eps, args.batch, args.repeats, torchattacks) for eps in EPS]
+    return result("attacks", args, rows, extra={"clean_accuracy": clean})
 
 
-def _compare(model, x, y, eps: float, batch: int, repeats: int, torchattacks) -> None:
+def _agreement(model, x, y, eps: float, torchattacks) -> dict:
+    """Both attacks from x itself (no random start) on one batch: the largest difference."""
+    ours = PGD(model, eps=eps, alpha=ALPHA, steps=STEPS, random_start=False)
+    theirs = torchattacks.PGD(model, eps=eps, alpha=ALPHA, steps=STEPS, random_start=False)
+    diff = (ours(x, y) - theirs(x, y)).abs().max().item()
+    return agreement("adversarial examples without random start, first batch", diff, 1e-6)
+
+
+def _compare(model, x, y, eps: float, batch: int, repeats: int, torchattacks) -> dict:
     ours = PGD(model, eps=eps, alpha=ALPHA, steps=STEPS, generator=torch.Generator().manual_seed(0))
     theirs = torchattacks.PGD(model, eps=eps, alpha=ALPHA, steps=STEPS, random_start=True)
     attacks = {"paperzoo": ours, "torchattacks": theirs}
@@ -99,6 +115,17 @@ def _compare(model, x, y, eps: float, batch: int, repeats: int, torchattacks) ->
     print(
         f"{eps:>5}  throughput ratio paperzoo/torchattacks: {ratio:.2f}  "
         f"(robust acc difference {gap:+.3f})"
+    )
+    agreed = _agreement(model, x[:batch], y[:batch], eps, torchattacks)
+    print(f"{eps:>5}  agreement: {agreed['check']}: max |diff| {agreed['max_diff']:.1e}")
+    return row(
+        f"PGD l_inf eps {eps}, {STEPS} steps, SmallCNN, {len(x)} examples in batches of {batch}",
+        {"paperzoo": med["paperzoo"], "torchattacks": med["torchattacks"]},
+        ours="paperzoo",
+        anchor="torchattacks",
+        unit="median s to attack all examples",
+        agreed=agreed,
+        robust_accuracy={k: statistics.mean(v) for k, v in accs.items()},
     )
 
 

@@ -18,7 +18,16 @@ Contenders, timed interleaved in one run:
 Ratios are contender time / ours-1 time (> 1: ours is faster). The goal is >= 1.0x PyG on the
 shared single-type case.
 
-    python benchmarks/ggnn.py [--reps N] [--threads T] [--max-nodes N]
+    python benchmarks/ggnn.py [--reps N] [--threads T] [--max-nodes N] [--quick]
+
+Rows for ``paperzoo bench --json`` (median seconds per forward + backward, ratio contender /
+ours): ours-1 against pyg and pyg-bi, ours against pyg-bi and against dense. Agreement: ``dense``
+is the same function as ``ours`` but for ours' edge biases, so after the timings ours is run with
+its edge biases zeroed and dense with ours' weights, on the same graph, and the largest difference
+of the final states is recorded (tolerance 1e-4, float32 over T steps). PyG's GatedGraphConv is a
+different function (a weight per step instead of one tied over the steps, one message weight for
+both directions, torch's GRUCell with the reset gate applied after the recurrent matrix), so the
+PyG rows carry no agreement check (``agreed`` is None, with a note).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from _common import add_common_args, agreement, apply_quick, apply_threads, result, row
 from paperzoo.data import babi
 from paperzoo.nn.graph import GatedGraphPropagation
 
@@ -60,6 +70,35 @@ class DenseGGNN(nn.Module):
             c = torch.tanh(self.cand(torch.cat([a_in, a_out, r * h], 1)))
             h = h + z * (c - h)
         return h
+
+
+def _dense_agreement(ours: GatedGraphPropagation, dense: DenseGGNN, x, ei, et) -> dict:
+    """ours with its edge biases zeroed against dense holding ours' weights: max |h difference|."""
+    d = ours.state_dim
+    with torch.no_grad():
+        dense.w.copy_(ours.weight)
+        wa, wz_r, wc = ours.lin_a.weight, ours.lin_h_zr.weight, ours.lin_h_c.weight
+        dense.gates.weight.copy_(torch.cat([wa[: 2 * d], wz_r], 1))
+        dense.gates.bias.copy_(ours.lin_a.bias[: 2 * d])
+        dense.cand.weight.copy_(torch.cat([wa[2 * d :], wc], 1))
+        dense.cand.bias.copy_(ours.lin_a.bias[2 * d :])
+        saved = None if ours.bias is None else ours.bias.detach().clone()
+        if ours.bias is not None:
+            ours.bias.zero_()
+        try:
+            diff = (ours(x, ei, et) - dense(x, ei, et)).abs().max().item()
+        finally:
+            if saved is not None:
+                ours.bias.copy_(saved)
+    return agreement(
+        "final states, ours (edge biases zeroed) vs dense with ours' weights", diff, 1e-4
+    )
+
+
+PYG_NOTE = (
+    "PyG's GatedGraphConv is not the same function (a weight per step, one message weight for "
+    "both directions, GRUCell's reset gate after the recurrent matrix): outputs not compared"
+)
 
 
 def _babi_batch(n_graphs: int) -> tuple[Tensor, Tensor, Tensor, int]:
@@ -131,18 +170,54 @@ def bench(
             row[f"{name}/ours-1" if name != "dense" else "dense/ours"] = (
                 med[name] / med["ours-1"] if name != "dense" else med[name] / med["ours"]
             )
+    row["_seconds"] = med  # for the JSON rows (not printed)
+    row["_state_dim"] = state_dim
+    if "dense" in med:
+        row["_dense_agreed"] = _dense_agreement(ours, dense, x, ei, et)
     return row
 
 
-def main() -> None:
+def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
+    pairs = [("ours-1", "pyg"), ("ours-1", "pyg-bi"), ("ours", "pyg-bi"), ("ours", "dense")]
+    out = []
+    for r in rows:
+        med: dict[str, float] = r["_seconds"]  # type: ignore[assignment]
+        for ours, anchor in pairs:
+            if anchor not in med:
+                continue
+            dense = anchor == "dense"
+            out.append(
+                row(
+                    f"GG-NN T={STEPS} fwd+bwd, {r['workload']} ({r['nodes']} nodes, "
+                    f"{r['edges']} edges), state {r['_state_dim']}",
+                    {ours: med[ours], anchor: med[anchor]},
+                    ours=ours,
+                    anchor=anchor,
+                    unit="median s per forward + backward",
+                    agreed=r["_dense_agreed"] if dense else None,  # type: ignore[arg-type]
+                    note=None if dense else PYG_NOTE,
+                    nodes=r["nodes"],
+                    edges=r["edges"],
+                )
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--threads", type=int)
     ap.add_argument("--max-nodes", type=int, default=100_000, help="largest random graph")
     ap.add_argument("--max-dense", type=int, default=2_000, help="largest graph for dense")
-    args, _ = ap.parse_known_args()  # `paperzoo bench ggnn` leaves its own argv in place
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    add_common_args(ap)
+    args = ap.parse_args(argv)
+    apply_quick(args, reps=1, max_nodes=1_000, max_dense=1_000)
+    apply_threads(args)
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError:
+        msg = "torch_geometric is not installed: pip install torch_geometric (or .[bench])"
+        print(msg)
+        return result("ggnn", args, [], skipped=msg)
     rows = [
         bench("bAbI-15 x100", _babi_batch(100), 100, 5, args.reps, args.max_dense),
         bench("bAbI-15 x1000", _babi_batch(1000), 1000, 5, args.reps, args.max_dense),
@@ -173,6 +248,11 @@ def main() -> None:
             cells.append(f"{v:>15.3g}" if isinstance(v, float) else f"{v!s:>15}")
         print(" | ".join(cells))
     print("ratios: contender time / paperzoo time (> 1 means paperzoo is faster)")
+    for r in rows:
+        if "_dense_agreed" in r:
+            a = r["_dense_agreed"]
+            print(f"{r['workload']}: agreement with dense: max |diff| {a['max_diff']:.1e}")  # type: ignore[index]
+    return result("ggnn", args, _json_rows(rows))
 
 
 if __name__ == "__main__":

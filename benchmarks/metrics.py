@@ -21,7 +21,14 @@ compared with all three.
 Threads: ``--threads`` (default: torch's setting, which ``paperzoo bench --threads N`` sets)
 limits torch, numpy's BLAS and scikit-learn's OpenMP on both sides (threadpoolctl).
 
-    python benchmarks/metrics.py [--samples N] [--dci-trees T] [--threads T]
+    python benchmarks/metrics.py [--samples N] [--dci-trees T] [--threads T] [--quick]
+
+Rows for ``paperzoo bench --json``: per metric, ours' and the reference's seconds (ratio
+reference / ours) and the agreement of the two values, with tolerances fixed before any run:
+1e-6 where both sides compute the same thing (BetaVAE, FactorVAE, MIG, modularity, DCI with the
+same boosted trees), 1e-2 for SAP (liblinear stops at its tolerance, ours solves exactly) and for
+DCI batched / 256 bins (ties decided differently). The totals ("all six", "all, batched", "all
+but DCI") are sums of those rows and carry no check of their own.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from sklearn.metrics import mutual_info_score
 from sklearn.svm import LinearSVC
 from threadpoolctl import threadpool_limits
 
+from _common import agreement, apply_quick, result, row, threads_in_use
 from paperzoo.data.ground_truth import GroundTruthData
 from paperzoo.metrics.disentanglement import dci, mig, modularity, sap
 from paperzoo.metrics.disentanglement.beta_vae import (
@@ -224,7 +232,7 @@ def timed(fn, *args) -> tuple[float, float]:
     return best, value
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--samples", type=int, default=10000, help="training points / codes (eval/test: half)"
@@ -249,16 +257,27 @@ def main() -> None:
         default=3,
         help="runs per timing, the fastest kept (DCI: always one run)",
     )
-    args, _ = p.parse_known_args()  # `paperzoo bench metrics` leaves its own argv in place
+    p.add_argument(
+        "--quick", action="store_true", help="tiny sizes, to test the plumbing (not for timing)"
+    )
+    args = p.parse_args(argv)
+    apply_quick(args, samples=100, dci_trees=2, repeat=1)
     global REPEAT
     REPEAT = max(1, args.repeat)
     threads = args.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
     with threadpool_limits(limits=threads):  # numpy's BLAS and scikit-learn's OpenMP too
-        run(args.samples, args.dci_trees, threads)
+        rows = run(args.samples, args.dci_trees, threads)
+        used = threads_in_use()  # as measured inside the limits
+    return result("metrics", args, rows, threads=used)
 
 
-def run(n: int, trees: int, threads: int) -> None:
+# tolerances of the agreement checks, fixed before any run (see the module docstring)
+TOL = {"SAP": 1e-2, "DCI batched": 1e-2, "DCI 256 bins": 1e-2}
+EXACT_TOL = 1e-6
+
+
+def run(n: int, trees: int, threads: int) -> list[dict]:
     n_eval = n // 2
     rng = np.random.default_rng(0)
     bv = (*sample_beta_vae_pairs(DATA, n, 64, rng), *sample_beta_vae_pairs(DATA, n_eval, 64, rng))
@@ -311,9 +330,22 @@ def run(n: int, trees: int, threads: int) -> None:
         f"{'reference':>9}  {'|diff|':>8}"
     )
     times: dict[str, tuple[float, float]] = {}
+    out: dict[str, dict] = {}
     for name, ours, ref in rows:
         (to, vo), (tr, vr) = ours(), ref()
         times[name] = (to, tr)
+        out[name] = row(
+            f"{name}, {n} samples" + (f", {trees} boosting stages" if "DCI" in name else ""),
+            {"paperzoo": to, "reference": tr},
+            ours="paperzoo",
+            anchor="reference",
+            unit="s (fastest of the runs; DCI one run)",
+            agreed=agreement(
+                f"metric value (ours {vo:.6g}, reference {vr:.6g})",
+                abs(vo - vr),
+                TOL.get(name, EXACT_TOL),
+            ),
+        )
         print(
             f"{name:<13} {to:>9.3f} {tr:>12.3f} {tr / to:>6.1f}x  {vo:>9.5f} {vr:>9.5f}  "
             f"{abs(vo - vr):>8.1e}"
@@ -326,13 +358,28 @@ def run(n: int, trees: int, threads: int) -> None:
             f"in one call{', the logistic regression' if name == 'BetaVAE' else ''}); "
             f"the rest: ours {max(to - shared, 0.0):.3f} s, reference {tr - shared:.3f} s"
         )
+        out[name]["shared_s"] = shared
+    totals = []
     others = ["BetaVAE", "FactorVAE", "MIG", "SAP", "modularity"]
     for label, dci_row in (("all six", "DCI"), ("all, batched", "DCI batched")):
         to = sum(times[k][0] for k in [*others, dci_row])
         tr = sum(times[k][1] for k in [*others, dci_row])
         print(f"{label:<13} {to:>9.3f} {tr:>12.3f} {tr / to:>6.1f}x")
+        totals.append((label, to, tr))
     to, tr = sum(times[k][0] for k in others), sum(times[k][1] for k in others)
     print(f"{'all but DCI':<13} {to:>9.3f} {tr:>12.3f} {tr / to:>6.1f}x")
+    totals.append(("all but DCI", to, tr))
+    note = "the sum of the metric rows above; each carries its own agreement check"
+    for label, to, tr in totals:
+        out[label] = row(
+            f"{label}, {n} samples",
+            {"paperzoo": to, "reference": tr},
+            ours="paperzoo",
+            anchor="reference",
+            unit="s, summed",
+            note=note,
+        )
+    return list(out.values())
 
 
 if __name__ == "__main__":

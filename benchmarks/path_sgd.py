@@ -6,7 +6,11 @@ A training step is forward + backward + optimizer step at batch 100 on
 Path-SGD's extra work (one all-ones example through the |w|^2 network and back, then the
 divided update) does not depend on the batch size; the goal is a ratio <= 1.1.
 
-    python benchmarks/path_sgd.py [--steps N] [--threads T]
+    python benchmarks/path_sgd.py [--steps N] [--batch B] [--threads T] [--quick]
+
+Rows for ``paperzoo bench --json``: the step time of each model under both optimizers, ratio
+SGD / PathSGD (the goal, PathSGD <= 1.1 x SGD, is a ratio >= 0.91). The two optimizers compute
+different updates by design, so there is no output to compare (``agreed`` is None).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from _common import add_common_args, apply_quick, apply_threads, result, row
 from paperzoo.models.small import MLP, SmallCNN
 from paperzoo.optim import PathSGD
 
@@ -69,14 +74,14 @@ def bench(
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--threads", type=int)
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    add_common_args(ap)
+    args = ap.parse_args(argv)
+    apply_quick(args, steps=1, batch=2)
+    apply_threads(args)
     rows = [
         bench(
             "MLP 3072-4000-4000-10",
@@ -104,6 +109,27 @@ def main() -> None:
             f"{r['model']:<24}{r['params']:>8}{r['sgd_ms']:>10.1f}{r['path_ms']:>12.1f}"
             f"{r['ratio']:>8.2f}{r['sgd_opt_ms']:>17.1f}{r['path_opt_ms']:>21.1f}"
         )
+    note = "different optimizers by design (PathSGD's overhead is measured): no output to compare"
+    return result(
+        "path_sgd",
+        args,
+        [
+            row(
+                f"{r['model']} training step, batch {args.batch}",
+                {"PathSGD": r["path_ms"] / 1e3, "torch.optim.SGD": r["sgd_ms"] / 1e3},
+                ours="PathSGD",
+                anchor="torch.optim.SGD",
+                unit="median s per forward + backward + optimizer step",
+                note=note,
+                params=r["params"],
+                optimizer_step_s={
+                    "PathSGD": r["path_opt_ms"] / 1e3,
+                    "torch.optim.SGD": r["sgd_opt_ms"] / 1e3,
+                },
+            )
+            for r in rows
+        ],
+    )
 
 
 if __name__ == "__main__":

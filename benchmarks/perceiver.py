@@ -12,7 +12,14 @@ Reported, in one run:
   3. how our cost grows with the number of inputs M (FLOPs counted, and time): linear, O(M N).
 
     python benchmarks/perceiver.py [--steps N] [--batch B] [--threads T] [--device cpu|cuda]
+        [--quick]
 Needs ``pip install perceiver-pytorch`` (the ``bench`` extra).
+
+Rows for ``paperzoo bench --json``: the median step time and the training step's memory, ratio
+perceiver-pytorch / paperzoo. The two are not the same function (GELU MLPs against GEGLU ones, of
+equal size), so their outputs are not compared; the check is that the parameter counts agree
+(relative difference, tolerance 0.01: "at equal parameters"). The scaling table goes to the
+JSON's ``extra``.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from _common import add_common_args, agreement, apply_quick, apply_threads, result, row
 from paperzoo.models.perceiver import Perceiver, PerceiverConfig
 
 SIZE, CH, BANDS, LATENTS, DIM, REPEATS, SELF_PER, CROSS_DIM, HEADS = (
@@ -190,20 +198,21 @@ def scaling(batch: int, device: str) -> list[dict[str, float]]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--threads", type=int)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    add_common_args(ap)
+    args = ap.parse_args(argv)
+    apply_quick(args, steps=1, batch=1)
+    apply_threads(args)
     try:
         import perceiver_pytorch  # noqa: F401
     except ImportError:
-        print("perceiver-pytorch is not installed: pip install perceiver-pytorch (or .[bench])")
-        return
+        msg = "perceiver-pytorch is not installed: pip install perceiver-pytorch (or .[bench])"
+        print(msg)
+        return result("perceiver", args, [], skipped=msg)
 
     print(
         f"device {args.device}, {torch.get_num_threads()} thread(s), batch {args.batch}, "
@@ -249,6 +258,33 @@ def main() -> None:
         "FLOPs = constant (latent Transformer) + a constant amount per input: linear in M "
         "(a Transformer on the inputs would grow as M^2)"
     )
+    names = ("paperzoo", "perceiver-pytorch")
+    p_ours, p_theirs = (float(r["params"]) for r in (ours_r, theirs_r))
+    agreed = agreement("parameter counts, relative difference", abs(p_ours / p_theirs - 1), 0.01)
+    work = f"Perceiver train step, {SIZE}x{SIZE}x{CH} inputs, batch {args.batch}, {args.device}"
+    out = [
+        row(
+            work,
+            {str(r["library"]): float(r["ms_per_step"]) / 1e3 for r in rows},
+            ours=names[0],
+            anchor=names[1],
+            unit="median s per forward + backward",
+            agreed=agreed,
+            params={str(r["library"]): r["params"] for r in rows},
+        ),
+        row(
+            f"{work}, memory ({key})",
+            {n: mem[n][key] for n in names},
+            ours=names[0],
+            anchor=names[1],
+            measure="MiB",
+            unit="MiB saved for the backward pass"
+            if key == "saved_mib"
+            else "MiB CUDA peak above the model",
+            agreed=agreed,
+        ),
+    ]
+    return result("perceiver", args, out, extra={"scaling": srows})
 
 
 if __name__ == "__main__":

@@ -7,7 +7,12 @@ run (the machine's practical peak). The modes are timed interleaved, so load cha
 machine hit them alike. (torchvision, the usual alternative, does not provide the CIFAR 6n+2
 nets; the comparison is between execution modes of the same model.)
 
-    python benchmarks/resnet.py [--steps N] [--threads T] [--batch B] [--no-compile]
+    python benchmarks/resnet.py [--steps N] [--threads T] [--batch B] [--no-compile] [--quick]
+
+Rows for ``paperzoo bench --json``: for every model and mode, the median step time against the
+time the step's FLOPs would take at the matmul peak, so the ratio (peak time / step time) is the
+fraction of peak reached; and channels-last / compiled against contiguous. These are execution
+modes of one model, so there is no agreement check (``agreed`` is None).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from _common import apply_quick, result, row
 from paperzoo.models import create_model
 from paperzoo.utils import count_macs
 
@@ -84,6 +90,7 @@ def bench(name: str, modes: list[str], steps: int, batch: int) -> list[dict[str,
                 "model": name,
                 "mode": mode,
                 "img_s": ips,
+                "step_s": statistics.median(ts),
                 "gflops": ips * 6 * macs / 1e9,
                 "warmup_s": warm[mode],
             }
@@ -91,15 +98,18 @@ def bench(name: str, modes: list[str], steps: int, batch: int) -> list[dict[str,
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=5, help="timed steps per mode")
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--threads", type=int, help="torch intra-op threads")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile mode")
     p.add_argument("--models", default="resnet20,resnet56")
-    # parse_known_args: under `paperzoo bench resnet` sys.argv holds the CLI's own arguments
-    args, _ = p.parse_known_args(argv)
+    p.add_argument(
+        "--quick", action="store_true", help="tiny sizes, to test the plumbing (not for timing)"
+    )
+    args = p.parse_args(argv)
+    apply_quick(args, steps=1, batch=2, no_compile=True, models="resnet20")
     if args.threads:
         torch.set_num_threads(args.threads)
     modes = ["contiguous", "channels_last"] + ([] if args.no_compile else ["compiled"])
@@ -119,6 +129,36 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['img_s'] / base['img_s']:>8.2f}x {r['gflops']:>8.1f} "
             f"{100 * r['gflops'] / peak:>6.1f}% {r['warmup_s']:>9.1f}"
         )
+    note = "execution modes of one model: no second implementation to compare"
+    out = []
+    for r in rows:
+        work = f"{r['model']} training step, batch {args.batch}"
+        step_s, flops = float(r["step_s"]), float(r["gflops"]) * float(r["step_s"])
+        out.append(
+            row(
+                work,
+                {str(r["mode"]): step_s, "fp32 matmul peak": flops / peak},
+                ours=str(r["mode"]),
+                anchor="fp32 matmul peak",
+                unit="s per step; the peak's: the step's FLOPs at the matmul's GFLOP/s",
+                note=note,
+                gflops=r["gflops"],
+                warmup_s=r["warmup_s"],
+            )
+        )
+        if r["mode"] != "contiguous":
+            base = next(b for b in rows if b["model"] == r["model"] and b["mode"] == "contiguous")
+            out.append(
+                row(
+                    work,
+                    {str(r["mode"]): step_s, "contiguous": float(base["step_s"])},
+                    ours=str(r["mode"]),
+                    anchor="contiguous",
+                    unit="median s per step",
+                    note=note,
+                )
+            )
+    return result("resnet", args, out, extra={"matmul_peak_gflops": peak})
 
 
 if __name__ == "__main__":

@@ -166,7 +166,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="run benchmarks/ (speed against alternative libraries)")
     b.add_argument("name", nargs="?", help="benchmark name (default: all)")
-    b.add_argument("--threads", type=_positive)
+    b.add_argument(
+        "--threads", type=_positive, help="threads for every benchmark (passed on as --threads)"
+    )
+    b.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="write the machine and every benchmark's rows (ratios, agreement checks) to FILE",
+    )
+    b.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes, to test the plumbing (the numbers say nothing about speed)",
+    )
+    b.add_argument(
+        "--table",
+        type=Path,
+        metavar="FILE",
+        help="print the markdown performance table of a --json FILE (runs nothing)",
+    )
     return p
 
 
@@ -531,27 +550,204 @@ def _bench_dir() -> Path:
     raise UsageError("benchmarks/ not found: run `paperzoo bench` from a source checkout")
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+BENCH_SCHEMA = "paperzoo-bench/1"
+
+
+def _bench_ratio(row: dict) -> float:
+    """anchor / ours of a row's measured values (lower is better): > 1 means paperzoo is faster."""
+    ours, anchor = float(row["values"][row["ours"]]), float(row["values"][row["anchor"]])
+    return anchor / ours if ours > 0 else float("inf")
+
+
+def _bench_machine() -> dict:
+    """The machine a report was measured on: CPU model, cores, threads, versions, date."""
+    import datetime
+    import os
+    import platform
+
     import torch
+
+    import paperzoo
+
+    cpu = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None
+            )
+    except OSError:
+        pass
+    affinity = getattr(os, "sched_getaffinity", None)
+    return {
+        "cpu": cpu or platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "cores_available": len(affinity(0)) if affinity else os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "paperzoo": paperzoo.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _bench_check_target(path: Path) -> None:
+    """Fail before hours of benchmarks when --json FILE cannot be written."""
+    import os
+
+    if path.is_dir():
+        raise UsageError(f"--json {path} is a directory; give a file name")
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--json {path}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--json {path}: {existing} is not writable")
+
+
+def _bench_result(out: object, name: str) -> dict:
+    """A benchmark's returned result, validated, with every row's ratio computed here."""
+    if not isinstance(out, dict) or not isinstance(out.get("rows"), list):
+        raise TypeError(f"{name}: main() returned {type(out).__name__}, not a result dict")
+    out = {**out, "benchmark": name}
+    rows = []
+    for r in out["rows"]:
+        r = dict(r)
+        r["ratio"] = _bench_ratio(r)  # computed from the measured values, never taken as given
+        rows.append(r)
+    out["rows"] = rows
+    return out
+
+
+def _bench_run(script: Path, argv: list[str]) -> dict:
+    """Run one benchmark in this process: its ``main(argv)`` returns its result."""
+    sys.modules.pop("_common", None)  # the benchmarks' helper, from this benchmarks/ directory
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *argv]
+    sys.path.insert(0, str(script.parent))
+    try:
+        module = runpy.run_path(str(script), run_name=f"paperzoo_bench_{script.stem}")
+        if not callable(module.get("main")):
+            raise TypeError(f"{script.name} has no main(argv) function")
+        return _bench_result(module["main"](list(argv)), script.stem)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        sys.modules.pop("_common", None)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.table is not None:
+        if args.json is not None or args.name or args.quick:
+            raise UsageError("--table FILE prints the table of an existing report: it runs nothing")
+        sys.stdout.write(render_bench_table(_bench_load(args.table)))
+        return 0
+    if args.json is not None:
+        _bench_check_target(args.json)
+    import torch
+
+    from paperzoo.utils.io import atomic_write_text
 
     if args.threads:
         torch.set_num_threads(args.threads)
     bench = _bench_dir()
     scripts = sorted(p for p in bench.glob("*.py") if not p.name.startswith("_"))
     if args.name:
+        known = ", ".join(p.stem for p in scripts)
         scripts = [p for p in scripts if p.stem == args.name.replace("-", "_")]
         if not scripts:
-            raise UsageError(f"no benchmark {args.name!r} in {bench}")
-    saved_argv = sys.argv
+            raise UsageError(f"no benchmark {args.name!r} in {bench}; known: {known}")
+    argv = (["--threads", str(args.threads)] if args.threads else []) + (
+        ["--quick"] if args.quick else []
+    )
+    report = {
+        "schema": BENCH_SCHEMA,
+        "machine": _bench_machine(),
+        "command": {"name": args.name, "threads": args.threads, "quick": bool(args.quick)},
+        "benchmarks": [],
+    }
+    failed = False
+    for script in scripts:
+        sys.stdout.write(f"== {script.stem}\n")
+        sys.stdout.flush()
+        try:
+            result = _bench_run(script, argv)
+        except Exception as err:  # the other benchmarks still run and are reported
+            import traceback
+
+            traceback.print_exc()
+            failed = True
+            msg = f"{type(err).__name__}: {_one_line(err)}"
+            result = {"benchmark": script.stem, "error": msg, "skipped": None, "rows": []}
+        used = result.get("threads", {}).get("torch")
+        if args.threads and used is not None and used != args.threads:
+            log.warning(
+                "%s ran on %s torch thread(s), not --threads %s", script.stem, used, args.threads
+            )
+        report["benchmarks"].append(result)
+    if args.json is not None:
+        text = json.dumps(report, indent=2, allow_nan=True) + "\n"
+        try:
+            atomic_write_text(args.json, text)
+        except OSError as err:
+            sys.stdout.write(text)  # the measurements are not lost
+            raise UsageError(f"--json {args.json}: {err} (the report went to stdout)") from None
+        sys.stdout.write(f"wrote {args.json}\n")
+    return 1 if failed else 0
+
+
+def _bench_load(path: Path) -> dict:
     try:
-        for script in scripts:
-            sys.stdout.write(f"== {script.stem}\n")
-            sys.stdout.flush()
-            sys.argv = [str(script)]  # the benchmark parses its own (default) arguments
-            runpy.run_path(str(script), run_name="__main__")
-    finally:
-        sys.argv = saved_argv
-    return 0
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--table {path}: {err}") from None
+    if not isinstance(report, dict) or report.get("schema") != BENCH_SCHEMA:
+        raise UsageError(f"--table {path}: not a `paperzoo bench --json` report")
+    return report
+
+
+def render_bench_table(report: dict) -> str:
+    """The README's performance table: one line per row of a ``paperzoo bench --json`` report."""
+    m = report["machine"]
+    lines = [
+        f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), {m['threads']} thread(s), "
+        f"torch {m['torch']}, paperzoo {m['paperzoo']}"
+        + (f", GPU {m['cuda']}" if m.get("cuda") else "")
+        + ". Ratio: the anchor's time (or memory) / paperzoo's, > 1 means paperzoo is faster "
+        "(or smaller).",
+        "",
+    ]
+    if report.get("command", {}).get("quick"):
+        lines += ["**--quick sizes: these numbers say nothing about speed.**", ""]
+    lines += [
+        "| benchmark | workload | paperzoo | anchor | ratio | agreement check |",
+        "|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    others: list[str] = []
+    for b in report["benchmarks"]:
+        if b.get("error") or b.get("skipped"):
+            others.append(f"{b['benchmark']}: {b.get('error') or 'skipped: ' + b['skipped']}")
+        for r in b["rows"]:
+            a = r.get("agreed")
+            if a is None:
+                note = r.get("note", "")
+                if note not in notes:
+                    notes.append(note)
+                agreed = f"not compared [{notes.index(note) + 1}]"
+            else:
+                verdict = "yes" if a["ok"] else "**no**"
+                agreed = f"{verdict}: {a['check']}, max diff {a['max_diff']:.1e} (tol {a['tol']:g})"
+            lines.append(
+                f"| {b['benchmark']} | {r['workload']} | {r['ours']} | {r['anchor']} "
+                f"| {_bench_ratio(r):.2f} | {agreed} |"
+            )
+    if notes:
+        lines += ["", *(f"[{i}] {n}" for i, n in enumerate(notes, 1))]
+    if others:
+        lines += ["", *(f"- {o}" for o in others)]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
