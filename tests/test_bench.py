@@ -157,3 +157,32 @@ def test_a_real_benchmark_returns_the_schema(tmp_path, capsys, monkeypatch):
         assert r["measure"] == "seconds" and r["agreed"] is None and r["note"]
         v = r["values"]
         assert r["ratio"] == pytest.approx(v[r["anchor"]] / v[r["ours"]])
+
+
+def test_table_marks_failed_checks_skipped_and_failed_benchmarks():
+    machine = {"date": "d", "cpu": "cpu", "cores": 2, "threads": 1, "torch": "t", "paperzoo": "p"}
+    bad = {"check": "outputs", "max_diff": 0.5, "tol": 1e-6, "ok": False}
+    report = {
+        "machine": machine,
+        "command": {"quick": False},
+        "benchmarks": [
+            {
+                "benchmark": "x",
+                "rows": [
+                    {
+                        "workload": "w",
+                        "values": {"p": 3.0, "q": 1.5},
+                        "ours": "p",
+                        "anchor": "q",
+                        "agreed": bad,
+                    }
+                ],
+            },
+            {"benchmark": "y", "skipped": "lib is not installed", "rows": []},
+            {"benchmark": "z", "error": "RuntimeError: boom", "rows": []},
+        ],
+    }
+    out = cli.render_bench_table(report)
+    assert "| x | w | p | q | 0.50 | **no**: outputs, max diff 5.0e-01 (tol 1e-06) |" in out
+    assert "- y: skipped: lib is not installed" in out and "- z: RuntimeError: boom" in out
+    assert "say nothing about speed" not in out
