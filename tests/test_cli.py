@@ -10,6 +10,8 @@ def test_list_names_every_registered_paper(capsys):
     out = capsys.readouterr().out
     assert "coordconv:" in out and "painter.coordconv.params" in out
     assert "[check] painter.coordconv.params" in out
+    # a claim declared at full scale only says so
+    assert "[finding] cifar10.sap.eot.robust_acc  [full only: <= 0.05]" in out
 
 
 def test_list_json_schema(capsys):
@@ -23,7 +25,8 @@ def test_list_json_schema(capsys):
         kinds = {c["kind"] for c in p["claims"]}
         assert kinds <= {"finding", "check"} and "finding" in kinds, p["name"]
         for c in p["claims"]:
-            assert set(c["targets"]) == {"smoke", "quick", "full"}
+            # a target at every scale the claim is declared at (most: all; some: full only)
+            assert set(c["targets"]) == set(c["scales"]) and "full" in c["scales"], c["id"]
             if c["kind"] == "finding":
                 assert all(t != "reported" for t in c["targets"].values()), c["id"]
 

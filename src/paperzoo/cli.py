@@ -221,6 +221,7 @@ def list_catalogue() -> dict:
                         "kind": c.kind,
                         "statement": c.statement,
                         "paper": c.paper,
+                        "scales": list(c.scales),  # where it is measured (most: every scale)
                         "targets": c.targets(),
                     }
                     for c in exp.claims
@@ -239,10 +240,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{p['name']}: {p['title']}\n")
         sys.stdout.write(f"  data: {', '.join(p['datasets'])}; scales: {', '.join(p['scales'])}\n")
         for c in p["claims"]:
-            t = c["targets"]
-            target = (
-                t["quick"] if t["quick"] == t["full"] else f"quick {t['quick']}; full {t['full']}"
-            )
+            t = {s: v for s, v in c["targets"].items() if s != "smoke"} or c["targets"]
+            if len(t) == 2 and len(set(t.values())) == 1:
+                target = t["quick"]
+            elif len(t) == 1:
+                ((s, v),) = t.items()
+                target = f"{s} only: {v}"
+            else:
+                target = "; ".join(f"{s} {v}" for s, v in t.items())
             sys.stdout.write(f"  - [{c['kind']}] {c['id']}  [{target}]  {c['statement']}\n")
     return 0
 

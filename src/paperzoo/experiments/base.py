@@ -60,6 +60,11 @@ class ClaimSpec:
     Only findings count as reproduced. ``target`` is one string for every scale or a mapping
     ``{"quick": ..., "full": ...}`` (``"smoke"`` optional; it falls back to ``"quick"``).
     ``"reported"`` (a descriptive number, no target) is allowed only for checks.
+
+    ``scales`` lists the scales at which the claim is measured and judged (default: all). A claim
+    declared for some scales only (e.g. ``scales=("full",)`` for a finding that needs the paper's
+    data set and model) is absent from the other scales' runs, results and tables; its target
+    (a string, or a mapping over its own scales) is judged only where it is declared.
     """
 
     id: str  # stable id, e.g. "quadrant.classification.coordconv.test_acc"
@@ -67,21 +72,33 @@ class ClaimSpec:
     paper: float | str | None  # the paper's number (or a short text like "~0.86")
     target: str | Mapping[str, str]  # ">= 0.95", "within 2% of 0.27e6", "is true", "reported"
     kind: str = "finding"  # "finding" | "check"
+    scales: tuple[str, ...] = SCALES  # where the claim is measured and judged
 
     def __post_init__(self) -> None:
         if self.kind not in CLAIM_KINDS:
             raise ValueError(
                 f"claim {self.id}: kind must be one of {CLAIM_KINDS}, got {self.kind!r}"
             )
+        scales = tuple(self.scales)
+        if not scales or set(scales) - set(SCALES) or len(set(scales)) != len(scales):
+            raise ValueError(
+                f"claim {self.id}: scales must be distinct names from {SCALES}, got {scales}"
+            )
+        object.__setattr__(self, "scales", tuple(s for s in SCALES if s in scales))
         if not isinstance(self.target, str):
-            unknown = set(self.target) - set(SCALES)
-            if unknown or not {"quick", "full"} <= set(self.target):
+            # 'quick' and 'full' where declared; 'smoke' optional (it falls back to 'quick'),
+            # needed only for a claim declared at smoke but not at quick.
+            need = {"quick", "full"} & set(scales)
+            if "smoke" in scales and "quick" not in scales:
+                need.add("smoke")
+            unknown = set(self.target) - set(scales)
+            if unknown or not need <= set(self.target):
                 raise ValueError(
-                    f"claim {self.id}: per-scale targets need 'quick' and 'full' "
-                    f"(and optionally 'smoke'), got {sorted(self.target)}"
+                    f"claim {self.id}: per-scale targets need {sorted(need)} "
+                    f"(of its scales {list(scales)}), got {sorted(self.target)}"
                 )
             object.__setattr__(self, "target", MappingProxyType(dict(self.target)))
-        for scale in SCALES:
+        for scale in self.scales:
             t = self.target_at(scale)
             validate_target(t)
             if self.kind == "finding" and t.strip().lower() == "reported":
@@ -90,17 +107,25 @@ class ClaimSpec:
                     f"({scale} is 'reported'); descriptive numbers are checks"
                 )
 
-    def target_at(self, scale: str) -> str:
-        """The target string in force at ``scale``."""
-        if isinstance(self.target, str):
-            return self.target
+    def applies(self, scale: str) -> bool:
+        """Whether the claim is measured and judged at ``scale``."""
         if scale not in SCALES:
             raise ValueError(f"unknown scale {scale!r}; choose from {', '.join(SCALES)}")
-        return self.target.get(scale, self.target["quick"])
+        return scale in self.scales
+
+    def target_at(self, scale: str) -> str:
+        """The target string in force at ``scale`` (one of the claim's ``scales``)."""
+        if not self.applies(scale):
+            raise ValueError(
+                f"claim {self.id} is declared at {list(self.scales)} only, not {scale}"
+            )
+        if isinstance(self.target, str):
+            return self.target
+        return self.target.get(scale, self.target.get("quick", ""))
 
     def targets(self) -> dict[str, str]:
-        """``{scale: target}`` for every scale."""
-        return {s: self.target_at(s) for s in SCALES}
+        """``{scale: target}`` for every scale the claim is declared at."""
+        return {s: self.target_at(s) for s in self.scales}
 
 
 @dataclass

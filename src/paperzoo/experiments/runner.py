@@ -37,15 +37,17 @@ def get_experiment(name: str) -> Experiment:
 
 
 def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float) -> Result:
-    """Pair each declared claim with its measurement; a claim left unmeasured is an error."""
+    """Pair each claim declared at the run's scale with its measurement; a claim left unmeasured
+    (or one measured but not declared at that scale) is an error."""
     from paperzoo import __version__
 
-    declared = {c.id for c in exp.claims}
+    specs = [c for c in exp.claims if c.applies(ctx.scale)]
+    declared = {c.id for c in specs}
     unknown = sorted(set(outcome.measured) - declared)
     missing = sorted(declared - set(outcome.measured))
     if unknown or missing:
         raise RuntimeError(
-            f"{exp.name}: measured claims do not match the declared ones "
+            f"{exp.name}: measured claims do not match the ones declared at {ctx.scale} "
             f"(undeclared: {unknown}, unmeasured: {missing})"
         )
     claims = [
@@ -57,7 +59,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
             c.target_at(ctx.scale),
             c.kind,
         )
-        for c in exp.claims
+        for c in specs
     ]
     return Result(
         paper=exp.name,
