@@ -251,7 +251,8 @@ FULL: dict[str, list[str]] = {
     "coordconv": [],
     "obfuscated-gradients": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_eval=20"]
     + ["--set", "n_curve=10", "--set", "n_diag=10", "--set", "eot_samples=2"]
-    + ["--set", "diag.spsa_samples=4", "--set", "diag.random_samples=4"],
+    + ["--set", "diag.spsa_samples=4", "--set", "diag.random_samples=4"]
+    + ["--set", "cifar.n_eval=20", "--set", "cifar.eval_batch=10", "--set", "cifar.eot_samples=2"],
     "path-sgd": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_val=100"],
     "draw": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_monitor=100"]
     + ["--set", "batch_size=20", "--set", "n_train_eval=100", "--set", "importance_samples=10"],

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
 from paperzoo.adversarial.attacks import BPDA, CW, EOT, FGSM, PGD, Reparameterized
 from paperzoo.adversarial.defenses import (
     BitDepthReduction,
+    FixedDraw,
     InputTransformDefense,
     RandomResizePad,
     ThermometerEncoding,
@@ -150,3 +152,48 @@ def test_reparameterized_attack_respects_x_ball_and_raises_loss() -> None:
     before, _ = atk.evaluate(x, y)
     after, _ = atk.evaluate(x_adv, y)
     assert after.mean() > before.mean()
+
+
+def test_resize_pad_in_xie_geometry_draws_sizes_below_the_canvas_and_pads_with_the_value() -> None:
+    # Xie et al.: rnd uniform in [299, 331), padded to 331; here the CIFAR-sized 32 -> [32, 35) -> 35
+    g = torch.Generator().manual_seed(0)
+    t = RandomResizePad(out_size=35, min_size=32, max_size=34, pad_value=0.5, generator=g).eval()
+    size, ox, oy = t._draw(2000, torch.device("cpu"))
+    assert set(size.long().tolist()) == {32, 33, 34}
+    assert (ox + size <= 35).all() and (oy + size <= 35).all() and (ox >= 0).all()
+    x = torch.ones(8, 3, 32, 32)
+    assert t(x).shape == (8, 3, 35, 35) and (t(x).min() - 0.5).abs() < 1e-6
+    # every image leaves at least one padded row and column, filled with 0.5 (the image is 1.0;
+    # nearest neighbour: bilinear blends the image's edge into the first padded pixel)
+    t.mode = "nearest"
+    out = t(x)
+    assert ((out - 0.5).abs() < 1e-6).flatten(1).any(1).all()
+    assert (out.min() - 0.5).abs() < 1e-6 and (out.max() - 1.0).abs() < 1e-6
+    with pytest.raises(ValueError, match="max_size"):
+        RandomResizePad(out_size=35, min_size=32, max_size=36)
+
+
+def test_fixed_draw_replays_one_draw_and_leaves_the_model_random() -> None:
+    g = torch.Generator().manual_seed(0)
+    t = RandomResizePad(out_size=12, min_size=7, generator=g)
+    model = InputTransformDefense(transform=t, classifier=_cnn(size=12)).eval()
+    x, _ = _data(6)
+    frozen = FixedDraw(model, [g])
+    a, b = frozen(x), frozen(x)
+    torch.testing.assert_close(a, b)  # the same draw at every call
+    torch.testing.assert_close(a, model(x))  # the frozen draw is the state at construction
+    # Fresh draws continue from where the model's own stream is: untouched by frozen calls.
+    after = model(x)
+    frozen(x)
+    g2 = torch.Generator().manual_seed(0)
+    t.generator = g2
+    model(x)  # consume the first draw, as above
+    torch.testing.assert_close(model(x), after)
+    t.generator = g
+    with pytest.raises(ValueError, match="generators"):
+        FixedDraw(model, [])
+    # Frozen states from another stream: the frozen draw is that stream's first draw.
+    other = torch.Generator().manual_seed(7)
+    a7 = FixedDraw(model, [g], states=[other.get_state()])(x)
+    t.generator = torch.Generator().manual_seed(7)
+    torch.testing.assert_close(a7, model(x))
