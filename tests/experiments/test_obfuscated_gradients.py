@@ -116,3 +116,22 @@ def test_cifar_part_on_files_in_the_real_format(tmp_path):
     assert all(0.0 <= v <= 1.0 for v in measured.values())
     assert info.name == "cifar10" and details["n_eval"] == 12
     assert (ctx.out_dir / "runs" / "cifar10_resnet" / "metrics.jsonl").exists()
+
+
+def test_attacks_in_batches_cover_every_example_once():
+    import torch
+
+    from paperzoo.adversarial.attacks import PGD
+    from paperzoo.experiments.obfuscated_gradients import _perturb
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3))
+    x, y = torch.rand(7, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1, 2, 0])
+
+    def atk() -> PGD:
+        return PGD(model, eps=0.1, alpha=0.05, steps=2, generator=torch.Generator().manual_seed(0))
+
+    torch.testing.assert_close(_perturb(atk(), x, y, None), atk()(x, y))
+    torch.testing.assert_close(_perturb(atk(), x, y, 7), atk()(x, y))
+    chunked = _perturb(atk(), x, y, 3)  # 3 + 3 + 1
+    assert chunked.shape == x.shape and ((chunked - x).abs() <= 0.1 + 1e-6).all()
+    torch.testing.assert_close(chunked[:3], atk()(x[:3], y[:3]))

@@ -80,6 +80,7 @@ from paperzoo.adversarial.training import train_classifier
 from paperzoo.data import load_dataset
 from paperzoo.data.cifar import random_crop_flip
 from paperzoo.engine import budget, seeded
+from paperzoo.engine.seeding import derive_seed
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics import accuracy
 from paperzoo.models.resnet import CifarResNet
@@ -150,6 +151,8 @@ class ObfuscatedConfig:
     resize_out: int = 32  # canvas of the random padding
     sap_frac: float = 1.0  # SAP draws per layer / activations (SAP-100)
     diag: DiagnosticsConfig = DiagnosticsConfig(eps=0.3)  # warning-sign probes
+    # test examples per attack call (None: all at once); EOT repeats each call eot_samples times
+    attack_batch: int | None = None
     cifar: CifarConfig | None = None  # the paper's CIFAR-10 setting (full scale only)
 
 
@@ -419,6 +422,7 @@ class ObfuscatedGradientsExperiment(Experiment):
             eps_curve=(0.05, 0.1, 0.15, 0.2, 0.25, 0.3),
             curve_steps=40,
             diag=DiagnosticsConfig(eps=0.3, pgd_restarts=5),
+            attack_batch=500,
             cifar=CifarConfig(),
         ),
     }
@@ -492,7 +496,7 @@ class ObfuscatedGradientsExperiment(Experiment):
             extra={"resize_generator": resize.generator},  # drawn from while training
         )
         sap = add_activation_pruning(
-            copy.deepcopy(undefended), frac=cfg.sap_frac, generator=gen("sap")
+            copy.deepcopy(undefended), frac=cfg.sap_frac, generator=_device_generator(ctx, "sap")
         ).eval()
         pgd_at = cnn()
         pgd_adversarial_training(
@@ -555,13 +559,14 @@ class ObfuscatedGradientsExperiment(Experiment):
                     kinds.append(("adaptive", adaptive(name)))
                 for kind, make in kinds:
                     atk = make(model, cfg.eps, cfg.pgd_steps, cfg.pgd_alpha, f"{name}/{kind}")
-                    adv = atk(x_ev, y_ev)
+                    adv = _perturb(atk, x_ev, y_ev, cfg.attack_batch)
                     details[kind][name] = accuracy(model, adv, y_ev, device=ctx.device)
                     curve = []
                     for e in cfg.eps_curve:
                         alpha = 2.5 * e / cfg.curve_steps
                         a = make(model, e, cfg.curve_steps, alpha, f"{name}/{e}")
-                        curve.append(accuracy(model, a(x_cu, y_cu), y_cu, device=ctx.device))
+                        adv_cu = _perturb(a, x_cu, y_cu, cfg.attack_batch)
+                        curve.append(accuracy(model, adv_cu, y_cu, device=ctx.device))
                     details["curves"].setdefault(name, {})[kind] = curve
                 if name not in OBFUSCATING:  # nothing masked: the adaptive attack is the naive one
                     details["adaptive"][name] = details["naive"][name]
@@ -651,6 +656,20 @@ def _with_eps(diag: DiagnosticsConfig, eps: float) -> DiagnosticsConfig:
     return replace(diag, eps=eps)
 
 
+def _device_generator(ctx: RunContext, *keys: str) -> torch.Generator:
+    """``ctx.generator(*keys)``'s seed on the run's device: SAP draws one number per activation
+    per forward pass, which a CPU generator would make the bottleneck of a GPU run (on the CPU
+    this is exactly ``ctx.generator(*keys)``)."""
+    return torch.Generator(device=ctx.device).manual_seed(derive_seed(ctx.seed, *keys))
+
+
+def _perturb(atk: Attack, x: Tensor, y: Tensor, batch: int | None) -> Tensor:
+    """``atk(x, y)``, ``batch`` examples per call (None: one call)."""
+    if batch is None or len(x) <= batch:
+        return atk(x, y)
+    return torch.cat([atk(x[i : i + batch], y[i : i + batch]) for i in range(0, len(x), batch)])
+
+
 def _stochastic_notes(details: dict[str, Any], measured: dict[str, Any]) -> list[str]:
     """Why the stochastic defences' MNIST naive numbers are checks, and why their checklist
     findings fail when they do, from this run's numbers ("broken": <= 0.10 robust accuracy, the
@@ -708,11 +727,7 @@ def _robust_acc(
 ) -> float:
     """Accuracy of ``model`` (a fresh draw of its randomness) on ``atk``'s adversarial examples,
     crafted ``batch`` images at a time."""
-    correct = 0.0
-    for i in range(0, len(x), batch):
-        xb, yb = x[i : i + batch], y[i : i + batch]
-        correct += accuracy(model, atk(xb, yb), yb, device=device) * len(yb)
-    return correct / len(x)
+    return accuracy(model, _perturb(atk, x, y, batch), y, device=device)
 
 
 def _run_cifar(c: CifarConfig, ctx: RunContext) -> tuple[dict[str, float], dict[str, Any], Any]:
@@ -749,7 +764,7 @@ def _run_cifar(c: CifarConfig, ctx: RunContext) -> tuple[dict[str, float], dict[
     clf.generator = None  # no augmentation from here on (and deep-copyable)
     t_train = time.perf_counter() - t0
 
-    g_sap = ctx.generator("cifar10", "sap")
+    g_sap = _device_generator(ctx, "cifar10", "sap")
     sap = add_activation_pruning(copy.deepcopy(clf), frac=c.sap_frac, generator=g_sap).eval()
     g_rp = ctx.generator("cifar10", "resize")
     # Xie et al. put the randomisation layers in front of a trained classifier, unchanged.
