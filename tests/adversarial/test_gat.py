@@ -116,3 +116,13 @@ def test_bad_config_raises():
         GATConfig(alpha=1.5)
     with pytest.raises(ValueError, match="scale"):
         PerturbationGenerator(scale=0)
+
+
+def test_generator_step_reports_the_perturbation_size_within_the_bound():
+    clf, gen, gat, x, y = _setup(c_g=0.0)
+    out = gat.generator_step(clf, x, y)
+    with torch.no_grad():
+        delta = gen(input_gradient(clf, x, y))
+    assert 0 < out["gen_linf"] <= gen.scale + 1e-7
+    assert out["gen_l2"] >= out["gen_linf"]  # an l2 norm is at least the largest entry
+    assert delta.abs().max() <= gen.scale + 1e-7

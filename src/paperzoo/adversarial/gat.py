@@ -143,6 +143,7 @@ class GenerativeAdversarialTrainer:
             "gen_loss": loss_g.item(),
             "gen_fooling_ce": fooling.item(),
             "gen_l2": delta.detach().flatten(1).norm(dim=1).mean().item(),
+            "gen_linf": delta.detach().abs().flatten(1).amax(1).mean().item(),
         }
 
     def classifier_step(self, classifier: nn.Module, x: Tensor, y: Tensor) -> dict[str, float]:
