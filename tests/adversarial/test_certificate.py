@@ -13,6 +13,7 @@ from paperzoo.adversarial.certificate import (
     certificate,
     check_certificate,
     concentration_error,
+    difference_error,
     nonsmooth_modules,
     robust_surrogate,
     warn_if_nonsmooth,
@@ -96,3 +97,37 @@ def test_relu_models_are_flagged() -> None:
     x, y = _data(50)
     with pytest.warns(UserWarning, match="ELU"):
         check_certificate(relu, x, y, x, y, gamma=2.0, gammas=[2.0])
+
+
+def test_error_term_covers_the_training_and_the_test_sample() -> None:
+    # At the training gamma the certificate and the test worst case are two sample means of
+    # phi_gamma: the finite-sample term is that of their difference, not of the training mean.
+    net = _net(seed=3)
+    x, y = _data(300, seed=3)
+    xt, yt = _data(150, seed=4)
+    check = check_certificate(net, x, y, xt, yt, gamma=2.0, gammas=[1.0, 2.0, 4.0], steps=30)
+    tr, te = check.train, check.test_at_gamma
+    assert te.gamma == 2.0 and te.n == 150 and tr.n == 300
+    assert te is check.curve.points[1]  # reused from the sweep, not recomputed
+    expected = 1.6449 * math.sqrt(tr.phi_std**2 / 300 + te.phi_std**2 / 150)
+    assert check.error == pytest.approx(expected, rel=1e-4)
+    assert check.error > concentration_error(tr.phi_std, tr.n)
+    assert difference_error(1.0, 100, 0.0, 1) == pytest.approx(concentration_error(1.0, 100))
+    # A training gamma outside the sweep: the test side is computed at that gamma.
+    off = check_certificate(net, x, y, xt, yt, gamma=3.0, gammas=[1.0, 2.0], steps=30)
+    assert off.test_at_gamma.gamma == 3.0 and off.test_at_gamma.n == 150
+    with pytest.raises(ValueError):
+        difference_error(1.0, 0, 1.0, 10)
+
+
+def test_margin_without_the_term_and_away_from_the_tangent_point() -> None:
+    net = _net(seed=2)
+    x, y = _data(300, seed=2)
+    gammas = [1.0, 2.0, 4.0, 8.0]
+    check = check_certificate(net, x, y, x, y, gamma=2.0, gammas=gammas, steps=100, step_size=1.0)
+    assert check.raw_margin == pytest.approx([m - check.error for m in check.margin])
+    # Same data on both sides: the raw margin is 0 at the training gamma (the tangent point)
+    # and positive (the duality gap) at the other gammas.
+    assert check.raw_margin[2] == pytest.approx(0.0, abs=1e-6)
+    off = check.margin_off_tangency()
+    assert off == min(m for i, m in enumerate(check.raw_margin) if i != 2) and off > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 
@@ -11,10 +12,15 @@ from torch import nn
 
 from paperzoo.experiments.runner import run_experiment
 from paperzoo.experiments.wrm import (
+    MNIST_CLIP,
     boundary_distances,
+    boundary_geometry,
     boundary_points,
+    boundary_radius,
+    fig1_findings,
     make_trainer_attack,
     mnist_net,
+    pgm_errors,
     spheres_net,
 )
 from paperzoo.models.small import WRMNet
@@ -22,14 +28,14 @@ from paperzoo.utils import count_params
 
 
 class _Circle(nn.Module):
-    """Class 1 outside the circle of radius r: logit difference ||x||^2 - r^2."""
+    """Class 1 outside the circle of radius r (an ellipse with semi-axes r and b if b is given)."""
 
-    def __init__(self, r: float) -> None:
+    def __init__(self, r: float, b: float | None = None) -> None:
         super().__init__()
-        self.r = r
+        self.r, self.b = r, r if b is None else b
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        f = x.pow(2).sum(1) - self.r**2
+        f = (x[:, 0] / self.r).pow(2) + (x[:, 1] / self.b).pow(2) - 1.0
         return torch.stack([torch.zeros_like(f), f], 1)
 
 
@@ -43,6 +49,44 @@ def test_boundary_distance_of_a_known_circle() -> None:
     # A boundary outside the window: the distance to the window's edge (a lower bound).
     far = boundary_distances(_Circle(10.0), x, lim=3.0, grid=101)
     assert torch.allclose(far, torch.tensor([3.0, 1.0, 1.8]))
+
+
+def test_fig1_findings_use_the_inner_class_and_the_boundary_symmetry() -> None:
+    # Inner class at radius 1, outer class at radius 2. "WRM" puts its boundary at 1.6 (inner
+    # margin 0.6, outer 0.4), "ERM" in the middle at 1.5 (0.5 and 0.5): over both classes ERM's
+    # minimum distance is larger, but WRM keeps the inner (majority) class further away, which is
+    # the paper's statement; ERM's elliptic boundary is not axisymmetric.
+    t = torch.linspace(0, 2 * math.pi, 65)[:-1]
+    ring = torch.stack([t.cos(), t.sin()], 1)
+    x = torch.cat([ring, 2 * ring])
+    y = torch.cat([torch.zeros(64), torch.ones(64)]).long()
+    models = {"wrm": _Circle(1.6), "erm": _Circle(1.5, 1.45)}
+    geo = boundary_geometry(models, x, y, lim=3.0, grid=601)
+    assert geo["min"]["wrm"] < geo["min"]["erm"]  # the two-class minimum favours ERM
+    found = fig1_findings(geo)
+    assert found["spheres.wrm.margin"] == pytest.approx(0.6 - 0.45, abs=5e-3)
+    assert found["spheres.wrm.axisymmetry"] < 0.2
+    circle, ellipse = (
+        boundary_radius(_Circle(1.5), lim=3.0, grid=601),
+        boundary_radius(_Circle(1.5, 1.0), lim=3.0, grid=601),
+    )
+    assert circle["mean"] == pytest.approx(1.5, abs=2e-3) and circle["std"] < 2e-3
+    assert ellipse["min"] == pytest.approx(1.0, abs=5e-3) and ellipse["max"] == pytest.approx(
+        1.5, abs=5e-3
+    )
+
+
+def test_mnist_adversaries_are_unconstrained_like_wrm() -> None:
+    # The four MNIST training adversaries get one treatment (WRM's: no box), so that the budget
+    # matched to WRM's unclipped transport distance means the same thing for each.
+    assert MNIST_CLIP is None
+    assert inspect.signature(pgm_errors).parameters["clip"].default is MNIST_CLIP  # the attacks
+    net = mnist_net(4)
+    x, y = torch.rand(6, 1, 28, 28).round(), torch.randint(0, 10, (6,))  # pixels at 0 and 1
+    for method in ("fgm", "ifgm", "pgm", "wrm"):
+        attack = make_trainer_attack(method, eps=3.0, gamma=0.05, steps=3, clip=MNIST_CLIP)(net)
+        z = attack(x, y)
+        assert (z < 0).any() and (z > 1).any(), method
 
 
 def test_models_and_training_adversaries() -> None:

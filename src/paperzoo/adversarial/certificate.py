@@ -13,14 +13,20 @@ eps_n(t) that the paper omits in its figures; ``certificate`` computes the same 
 and the robustness level reached on the training data is rho_hat_n = E_{P_hat_n}[||T(Z) - Z||^2],
 T the WRM maximiser.
 
-Finite samples: at the gamma WRM was trained with, the certificate line touches the worst-case curve
-(both equal E[phi_gamma] + gamma * rho there), so comparing the certificate from training data
-with the worst case on test data at that point compares two sample means of phi_gamma, and the
-omitted eps_n(t) decides the sign. ``check_certificate`` therefore adds, by default, the
-concentration part of eps_n(t) estimated from the training data: the one-sided normal
-quantile at ``confidence`` times std(phi_gamma) / sqrt(n) (``concentration_error``). This is a
-smaller term than the paper's eps_n(t), which adds a uniform-convergence (covering-number) term;
-``confidence=None`` reproduces the paper's plot, without any error term.
+Finite samples: at the gamma WRM was trained with, the certificate line touches the worst-case
+curve (both equal E[phi_gamma] + gamma * rho there), so comparing the certificate from training
+data with the worst case on test data at that point compares two independent sample means of the
+same function phi_gamma: their difference has expectation zero (up to the generalisation gap) and
+its sign is a coin flip, however well the model and the maximiser converged. Away from the
+training gamma the margin adds the duality gap E[phi_gamma] - E[phi_gamma'] - (gamma' - gamma)
+rho(gamma') >= 0, which grows with |gamma' - gamma|. ``check_certificate`` therefore adds, by
+default, the concentration part of eps_n(t) for a comparison of two samples: the one-sided normal
+quantile at ``confidence`` times the standard error of the difference of the two means,
+sqrt(s_train^2 / n_train + s_test^2 / n_test) (``difference_error``), since the test worst case
+is itself a sample estimate of the population worst case that Theorem 3 bounds. At the tangent
+point the comparison then fails with probability 1 - ``confidence`` when the certificate is exact.
+This is a smaller term than the paper's eps_n(t), which adds a uniform-convergence
+(covering-number) term; ``confidence=None`` reproduces the paper's plot, without any error term.
 
 The worst case that the certificate must bound is measured on test data by sweeping gamma: the
 maximiser T_gamma moves each test point by rho_test(gamma) = E_test ||T_gamma(Z) - Z||^2 on average,
@@ -195,6 +201,19 @@ def concentration_error(phi_std: float, n: int, *, confidence: float = 0.95) -> 
     return z * phi_std / math.sqrt(n)
 
 
+def difference_error(
+    std_a: float, n_a: int, std_b: float, n_b: int, *, confidence: float = 0.95
+) -> float:
+    """One-sided normal bound on the difference of two independent sample means:
+    z_confidence * sqrt(std_a^2 / n_a + std_b^2 / n_b)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_a < 1 or n_b < 1:
+        raise ValueError(f"sample sizes must be >= 1, got {n_a} and {n_b}")
+    z = statistics.NormalDist().inv_cdf(confidence)
+    return z * math.sqrt(std_a**2 / n_a + std_b**2 / n_b)
+
+
 @dataclass(frozen=True)
 class WorstCaseCurve:
     """The worst-case loss against the Wasserstein radius, one point per gamma of the sweep."""
@@ -249,6 +268,7 @@ class CertificateCheck:
     gamma: float  # the gamma of the certificate (WRM's training gamma)
     train: Surrogate  # E_train[phi_gamma], rho_hat_n, convergence of the maximiser
     curve: WorstCaseCurve  # the test worst-case curve
+    test_at_gamma: Surrogate  # the test data's inner problem at the certificate's gamma
     error: float  # the finite-sample term added to the bound (0 without a confidence level)
     bound: list[float]  # certificate (with ``error``) at each rho of the curve
     margin: list[float]  # bound - test worst case (>= 0 where the certificate holds)
@@ -261,6 +281,21 @@ class CertificateCheck:
     @property
     def min_margin(self) -> float:
         return min(self.margin)
+
+    @property
+    def raw_margin(self) -> list[float]:
+        """The margins without the finite-sample term (the paper's Figure 2)."""
+        return [m - self.error for m in self.margin]
+
+    def margin_off_tangency(self, *, rel: float = 1e-6) -> float:
+        """Smallest margin without the finite-sample term over the sweep's gammas other than the
+        certificate's own (where the line touches the curve); NaN if there are none."""
+        off = [
+            m
+            for g, m in zip(self.curve.gammas, self.raw_margin, strict=True)
+            if not math.isclose(g, self.gamma, rel_tol=rel)
+        ]
+        return min(off) if off else float("nan")
 
     @property
     def holds(self) -> bool:
@@ -293,8 +328,11 @@ def check_certificate(
         x_test, y_test: the data the worst case is measured on.
         gamma: the certificate's gamma (the training gamma: its line touches the curve there).
         gammas: the sweep tracing the test worst-case curve.
-        steps, step_size, loss, clip, batch_size, device: the WRM inner problem (see ``WRM``).
-        confidence: level of the finite-sample term (``concentration_error``); ``None``: none.
+        steps, step_size, loss, clip, batch_size, device: the WRM inner problem (see ``WRM``);
+            the certificate needs the maximiser solved to convergence (an under-solved
+            E_train[phi_gamma] lowers the certificate); check ``train.rel_grad_norm``.
+        confidence: level of the finite-sample term (``difference_error`` of the training and
+            test means of phi_gamma); ``None``: none.
 
     Warns when ``model`` has non-smooth (e.g. ReLU) layers.
     """
@@ -304,13 +342,27 @@ def check_certificate(
     )
     train, _ = robust_surrogate(model, x_train, y_train, gamma=gamma, **kw)  # type: ignore[arg-type]
     curve = worst_case_curve(model, x_test, y_test, gammas=gammas, **kw)  # type: ignore[arg-type]
+    at = [p for p in curve.points if math.isclose(p.gamma, gamma, rel_tol=1e-6)]
+    test_at_gamma = (
+        at[0] if at else robust_surrogate(model, x_test, y_test, gamma=gamma, **kw)[0]  # type: ignore[arg-type]
+    )
     err = 0.0
     if confidence is not None:
-        err = concentration_error(train.phi_std, train.n, confidence=confidence)
+        # The test worst case estimates the population one with its own sampling error: the
+        # term bounds the difference of the two sample means of phi_gamma (see the module doc).
+        err = difference_error(
+            train.phi_std, train.n, test_at_gamma.phi_std, test_at_gamma.n, confidence=confidence
+        )
     bound = [
         float(certificate(r, gamma=gamma, expected_phi=train.phi, error=err)) for r in curve.rho
     ]
     margin = [b - w for b, w in zip(bound, curve.worst_loss, strict=True)]
     return CertificateCheck(
-        gamma=float(gamma), train=train, curve=curve, error=err, bound=bound, margin=margin
+        gamma=float(gamma),
+        train=train,
+        curve=curve,
+        test_at_gamma=test_at_gamma,
+        error=err,
+        bound=bound,
+        margin=margin,
     )
