@@ -113,8 +113,9 @@ def test_split_guard_locks_the_test_half_only():
     assert stats().guarded > before.guarded
     assert guarded.x_train is split.x_train and not isinstance(guarded.x_train, HoldoutTensor)
     assert isinstance(guarded.x_test, HoldoutTensor) and isinstance(guarded.y_test, HoldoutTensor)
-    small = guarded.subset(10, 5)  # data plumbing keeps working
+    small = guarded.subset(10, 5)  # data plumbing keeps working (test labels are not read)
     assert isinstance(small.x_test, HoldoutTensor) and small.info.n_test == 5
+    assert isinstance(small.y_test, HoldoutTensor) and len(small.y_test) == 5
     with pytest.raises(HoldoutAccessError):
         (guarded.y_test == 1).float().mean()
     with final_evaluation():

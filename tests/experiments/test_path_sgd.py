@@ -9,7 +9,6 @@ import torch
 
 from paperzoo.data import Split, load_dataset
 from paperzoo.experiments import RunContext, path_sgd
-from paperzoo.experiments.path_sgd import PathSGDExperiment
 from paperzoo.experiments.runner import run_experiment
 
 
@@ -91,20 +90,6 @@ def test_class_sorted_file_trains_like_a_shuffled_one(smoke_ctx, monkeypatch):
         a, b = runs["shuffled"][key], runs["sorted"][key]
         assert not a["diverged"] and not b["diverged"]
         assert b["final_train_loss"] == pytest.approx(a["final_train_loss"], rel=0.05)
-
-
-def test_subset_is_a_stratified_draw_from_a_class_sorted_file():
-    split = _class_sorted(load_dataset("digits"))
-    cfg = dataclasses.replace(PathSGDExperiment.configs["smoke"], n_train=400, n_test=200)
-    sub = path_sgd._subset(split, cfg, torch.Generator().manual_seed(0))
-    for y_all, y_sub, n in ((split.y_train, sub.y_train, 400), (split.y_test, sub.y_test, 200)):
-        share = torch.bincount(y_all, minlength=10) * n / len(y_all)
-        assert len(y_sub) == n
-        assert (torch.bincount(y_sub, minlength=10) - share).abs().max() <= 1
-    assert (sub.info.n_train, sub.info.n_test) == (400, 200)
-    full = path_sgd._subset(split, dataclasses.replace(cfg, n_train=None, n_test=None),
-                            torch.Generator().manual_seed(0))  # fmt: skip
-    assert full.x_train is split.x_train and full.x_test is split.x_test
 
 
 def test_a_diverging_optimizer_is_recorded_and_its_comparisons_not_measured(smoke_ctx):

@@ -53,11 +53,38 @@ class Split:
                 f"({len(self.x_train)}/{len(self.y_train)}, {len(self.x_test)}/{len(self.y_test)})"
             )
 
-    def subset(self, n_train: int | None = None, n_test: int | None = None) -> Split:
-        """The first ``n_train`` / ``n_test`` examples (sources are already shuffled)."""
-        xtr, ytr = self.x_train[:n_train], self.y_train[:n_train]
-        xte, yte = self.x_test[:n_test], self.y_test[:n_test]
-        info = DataInfo(self.info.name, self.info.source, len(xtr), len(xte))
+    def subset(
+        self,
+        n_train: int | None = None,
+        n_test: int | None = None,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> Split:
+        """``n_train`` training and ``n_test`` test examples drawn at random, stratified by class.
+
+        Not the first examples: a file written class by class would keep only its first classes.
+        The drawn examples keep the file's order. Test labels under the holdout guard
+        (``paperzoo.data.holdout``) are not read: that half is then a uniform random draw.
+
+        Args:
+            n_train, n_test: examples to keep; ``None`` (or at least the size): all, untouched.
+            generator: the random stream of the draws (default: seeded with 0).
+        """
+        from paperzoo.data.holdout import HoldoutTensor
+        from paperzoo.data.splits import validation_split
+
+        g = generator if generator is not None else torch.Generator().manual_seed(0)
+        halves = []
+        for x, y, n in ((self.x_train, self.y_train, n_train), (self.x_test, self.y_test, n_test)):
+            if n is not None and n < len(y):
+                if isinstance(y, HoldoutTensor):
+                    keep = torch.randperm(len(y), generator=g)[:n].sort().values
+                else:
+                    _, keep = validation_split(y, n, generator=g)  # a stratified draw of n
+                x, y = x[keep], y[keep]
+            halves.append((x, y))
+        (xtr, ytr), (xte, yte) = halves
+        info = DataInfo(self.info.name, self.info.source, len(ytr), len(yte))
         return Split(xtr, ytr, xte, yte, info, self.num_classes)
 
 

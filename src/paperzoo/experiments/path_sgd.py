@@ -72,7 +72,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from paperzoo.data import DataInfo, Split, load_dataset
+from paperzoo.data import load_dataset
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import (
@@ -291,32 +291,6 @@ class _Data:
     y_test: Tensor
 
 
-def _subset(split: Split, cfg: PathSGDConfig, generator: torch.Generator) -> Split:
-    """``n_train`` training and ``n_test`` test examples drawn at random, stratified by class (a
-    file sorted by class would give only its first classes if the first examples were taken, as
-    ``Split.subset`` does); the drawn examples keep the file's order (the trainer shuffles every
-    epoch). ``None``: all examples, untouched.
-
-    Args:
-        split: the loaded data.
-        cfg: supplies ``n_train`` and ``n_test``.
-        generator: draws the subsets.
-
-    Returns:
-        The subset, its ``info`` counting the examples kept.
-    """
-    parts = {}
-    for half, n in (("train", cfg.n_train), ("test", cfg.n_test)):
-        x, y = getattr(split, f"x_{half}"), getattr(split, f"y_{half}")
-        if n is not None and n < len(y):
-            _, keep = validation_split(y, n, generator=generator)  # a stratified draw of n
-            x, y = x[keep], y[keep]
-        parts[half] = (x, y)
-    (xtr, ytr), (xte, yte) = parts["train"], parts["test"]
-    info = DataInfo(split.info.name, split.info.source, len(ytr), len(yte))
-    return Split(xtr, ytr, xte, yte, info, split.num_classes)
-
-
 def _prepare(split: Any, cfg: PathSGDConfig, generator: torch.Generator) -> _Data:
     """Hold out ``n_val`` training examples, a seeded random subset stratified by class (never
     the tail: a training file sorted by class would hold out its last classes only); standardise
@@ -427,11 +401,10 @@ class PathSGDExperiment(Experiment):
 
     def run(self, cfg: PathSGDConfig, ctx: RunContext) -> Outcome:
         name = ctx.dataset or cfg.default_dataset or self.datasets[0]
-        split = _subset(
-            load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed),
-            cfg,
-            ctx.generator("subset"),
-        )
+        split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
+        # Stratified random draws, not a file's first examples (a class-sorted file would lose
+        # classes); the same stream and order as before Split.subset drew them.
+        split = split.subset(cfg.n_train, cfg.n_test, generator=ctx.generator("subset"))
         data = _prepare(split, cfg, ctx.generator("val-split"))
         # Test data (standardised with training statistics) are read in the final evaluation only.
         data = dataclasses.replace(
