@@ -377,15 +377,9 @@ def pgm_errors(
     budget; ``clip`` boxes the attack (default: none, like the MNIST training adversaries)."""
     errs = []
     for eps in budgets:
-        attack = PGD(
-            model,
-            eps=eps,
-            alpha=2.5 * eps / steps,
-            steps=steps,
-            norm="l2",
-            random_start=False,
-            clip=clip,
-        )
+        pgm = make_trainer_attack("pgm", eps=eps, gamma=0.0, steps=steps, clip=clip)
+        assert pgm is not None
+        attack = pgm(model)
         adv = torch.cat(
             [attack(x[i : i + batch], y[i : i + batch]) for i in range(0, len(x), batch)]
         )
