@@ -300,7 +300,11 @@ def boundary_distances(model: nn.Module, x: Tensor, *, lim: float, grid: int) ->
     Shapes:
         x: (N, 2) -> (N,)
     """
-    b = boundary_points(model, lim=lim, grid=grid)
+    return _distances_to(boundary_points(model, lim=lim, grid=grid), x, lim=lim)
+
+
+def _distances_to(b: Tensor, x: Tensor, *, lim: float) -> Tensor:
+    """``boundary_distances`` from located boundary points ``b`` (M, 2)."""
     if len(b) == 0:
         return lim - x.abs().amax(1)
     return torch.cat([torch.cdist(x[i : i + 2048], b).amin(1) for i in range(0, len(x), 2048)])
@@ -312,7 +316,12 @@ def boundary_radius(model: nn.Module, *, lim: float, grid: int) -> dict[str, flo
 
     An axisymmetric boundary has a standard deviation near 0.
     """
-    r = boundary_points(model, lim=lim, grid=grid).norm(dim=1)
+    return _radius_of(boundary_points(model, lim=lim, grid=grid))
+
+
+def _radius_of(b: Tensor) -> dict[str, float]:
+    """``boundary_radius`` from located boundary points ``b`` (M, 2)."""
+    r = b.norm(dim=1)
     if len(r) < 2:
         return {"mean": float("nan"), "std": float("nan"), "min": float("nan"), "max": float("nan")}
     return {
@@ -329,14 +338,15 @@ def boundary_geometry(
     """Per model: the minimum distance from the training points to its boundary (``min``), the
     same per class (``by_class``: ``inner`` = class 0, ``outer`` = class 1) and the boundary's
     distance from the origin (``radius``, see ``boundary_radius``)."""
-    per_point = {k: boundary_distances(m, x, lim=lim, grid=grid) for k, m in models.items()}
+    points = {k: boundary_points(m, lim=lim, grid=grid) for k, m in models.items()}  # once each
+    per_point = {k: _distances_to(b, x, lim=lim) for k, b in points.items()}
     return {
         "min": {k: d.min().item() for k, d in per_point.items()},
         "by_class": {
             k: {"inner": d[y == 0].min().item(), "outer": d[y == 1].min().item()}
             for k, d in per_point.items()
         },
-        "radius": {k: boundary_radius(m, lim=lim, grid=grid) for k, m in models.items()},
+        "radius": {k: _radius_of(b) for k, b in points.items()},
     }
 
 
