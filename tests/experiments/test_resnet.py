@@ -17,7 +17,9 @@ from paperzoo.experiments.runner import build_result, run_experiment
 def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
     result = run_experiment("resnet", smoke_ctx)
     res = json.loads((smoke_ctx.out_dir / "results.json").read_text())
-    assert {c["id"] for c in res["claims"]} == {c.id for c in ResNetExperiment.claims}
+    declared = {c.id for c in ResNetExperiment.claims if c.applies("smoke")}
+    assert {c["id"] for c in res["claims"]} == declared
+    assert "test_err.resnet110" not in declared  # full only
     assert all(c["measured"] is not None for c in res["claims"])
     # the architecture sizes are exact at every scale
     sizes = {c.id: c for c in result.claims}
@@ -40,6 +42,26 @@ def test_shards_merge_into_the_full_result(tmp_path: Path) -> None:
     merged = exp.merge(shards, RunContext(scale="smoke", out_dir=tmp_path / "m"))
     assert set(merged.details["runs"]) == set(exp.model_names(cfg))
     assert all(v is not None for v in merged.measured.values())
+
+
+def test_table6_depths_are_judged_at_full_scale_only(tmp_path: Path) -> None:
+    exp = ResNetExperiment()
+    claims = {c.id: c for c in exp.claims}
+    for d, err in ((32, 7.51), (44, 7.17), (110, 6.43)):
+        claim = claims[f"test_err.resnet{d}"]
+        assert claim.scales == ("full",) and claim.target_at("full") == f"within 10% of {err}"
+    # The full scale's extra nets on the smoke data, two steps: each depth's test error is measured.
+    cfg = replace(
+        exp.config("smoke"), more=("resnet32",), steps=2, eval_every=0, loss_window=1, n_test=16
+    )
+    ctx = RunContext(scale="full", out_dir=tmp_path / "full", quiet=True)
+    outcome = exp.run(cfg, ctx)
+    assert outcome.measured["test_err.resnet32"] == pytest.approx(
+        100 * outcome.details["runs"]["resnet32"]["test_err"]
+    )
+    assert outcome.measured["test_err.resnet110"] is None  # not trained: not measured
+    result = build_result(exp, outcome, ctx, 1.0)
+    assert {c.id for c in result.claims} >= {"test_err.resnet32", "test_err.resnet44"}
 
 
 def test_batches_are_the_same_global_batch_for_any_rank_split() -> None:
