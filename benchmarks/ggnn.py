@@ -1,33 +1,46 @@
 """Gated graph propagation: paperzoo against PyG's GatedGraphConv and a dense-adjacency GG-NN.
 
-Forward + backward of T = 5 propagation steps (state 32, or the bAbI task-15 setting), in graphs
-per second, on
+Forward + backward of T = 5 propagation steps (state 32, or the bAbI task-15 setting), on
 (a) bAbI-sized graphs: minibatches of task-15 graphs (8 nodes, 8 edges, 2 edge types),
 (b) single random graphs with 1k, 10k and 100k nodes, 4 edges per node, 4 edge types.
 
 Contenders, timed interleaved in one run:
-* ``ours``: ``paperzoo.nn.graph.GatedGraphPropagation`` with the task's edge types, both
-  directions (the paper's model);
-* ``ours-1``: the same with one edge type (types ignored), for the comparison with PyG;
-* ``pyg``: ``torch_geometric.nn.GatedGraphConv`` (one edge type, messages along edges only);
-* ``pyg-bi``: the same on the edge list plus its reverse, so that information flows both ways
-  as in a GG-NN;
+* ``ours``: ``paperzoo.nn.graph.GatedGraphPropagation`` with the task's edge types and a weight
+  per (type, direction): the paper's model. Given the edge list, it builds its sparse matrices
+  inside the timed call;
+* ``ours-tied``: the same with one edge type and ``tie_directions=True`` (one message weight for
+  both directions, messages summed): the information flow and the message weights of ``pyg-bi``;
+* ``ours-plan``, ``ours-tied-plan``: the same, with the graph's plan (``.plan(...)``) built once
+  before the timings, as PyG's CSR input is;
+* ``pyg-bi``: ``torch_geometric.nn.GatedGraphConv`` on the edge list plus its reverse, so that
+  information flows both ways as in a GG-NN;
+* ``pyg-bi-csr``: the same on a ``torch.sparse_csr_tensor`` adjacency (PyG's ``adj_t``), built
+  before the timings; PyG then aggregates with one sparse-dense product per step. PyG's
+  ``SparseTensor`` path needs ``torch_sparse``, which is not installed here (noted in the rows);
 * ``dense``: a naive GG-NN holding one dense N x N adjacency matrix per edge type (both
   directions), only where it fits in memory.
 
-Ratios are contender time / ours-1 time (> 1: ours is faster). The goal is >= 1.0x PyG on the
-shared single-type case.
-
     python benchmarks/ggnn.py [--reps N] [--threads T] [--max-nodes N] [--quick]
 
-Rows for ``paperzoo bench --json`` (median seconds per forward + backward, ratio contender /
-ours): ours-1 against pyg and pyg-bi, ours against pyg-bi and against dense. Agreement: ``dense``
-is the same function as ``ours`` but for ours' edge biases, so after the timings ours is run with
-its edge biases zeroed and dense with ours' weights, on the same graph, and the largest difference
-of the final states is recorded (tolerance 1e-4, float32 over T steps). PyG's GatedGraphConv is a
-different function (a weight per step instead of one tied over the steps, one message weight for
-both directions, torch's GRUCell with the reset gate applied after the recurrent matrix), so the
-PyG rows carry no agreement check (``agreed`` is None, with a note).
+Rows for ``paperzoo bench --json`` (median seconds per forward + backward; ratio anchor / ours):
+ours-tied against pyg-bi (both given edge lists), ours-tied-plan against PyG's faster path
+(edge list or CSR, whichever measured faster in this run; the values hold both), the same two
+for ours, ours against dense; and the memory of ours-tied and ours against pyg-bi and
+pyg-bi-csr: MiB of the tensors autograd keeps for the backward pass (storages counted once,
+parameters excluded, sparse matrices included), the activation memory of a training step. The
+time rows carry the same number as ``saved_mib``.
+
+Agreement: ``dense`` is the same function as ``ours`` but for ours' edge biases, so after the
+timings ours is run with its edge biases zeroed and dense with ours' weights, on the same graph,
+and the largest difference of the final states is recorded (tolerance 1e-4, float32 over T
+steps). PyG's GatedGraphConv is a different function (a weight per step instead of one tied over
+the steps, torch's GRUCell with the reset gate applied after the recurrent matrix; and, against
+``ours``, one message weight for every edge type and both directions), so the PyG rows carry no
+agreement check (``agreed`` is None, with a note). The multiply-adds per node and step differ
+too: pyg-bi does 7 D^2 (message, GRUCell's two 3D x D matrices); ours-tied 6 D^2 (message weight
+folded into the GRU input matrix, then 2 D^2 + D^2 recurrent); ours with K types and two
+directions min(6K, 2K + 6) D^2 + 3 D^2, 17 D^2 for K = 4 (the paper's model has 2K message
+matrices).
 """
 
 from __future__ import annotations
@@ -96,8 +109,16 @@ def _dense_agreement(ours: GatedGraphPropagation, dense: DenseGGNN, x, ei, et) -
 
 
 PYG_NOTE = (
-    "PyG's GatedGraphConv is not the same function (a weight per step, one message weight for "
-    "both directions, GRUCell's reset gate after the recurrent matrix): outputs not compared"
+    "PyG's GatedGraphConv is not the same function (a weight per step instead of one tied over "
+    "the steps, GRUCell's reset gate after the recurrent matrix): outputs not compared"
+)
+PAPER_NOTE = (
+    "ours has a message weight per (edge type, direction), PyG one for all; same information "
+    "flow, more multiply-adds for ours (17 D^2 against 7 D^2 per node and step with 4 types)"
+)
+CSR_NOTE = (
+    "both sides' graph preparation (ours' plan, PyG's CSR adj_t) is outside the timing; "
+    "PyG's SparseTensor path needs torch_sparse (not installed)"
 )
 
 
@@ -125,6 +146,38 @@ def _fwd_bwd(model: nn.Module, call: Callable[[], Tensor]) -> Callable[[], float
     return run
 
 
+def saved_mib(model: nn.Module, call: Callable[[], Tensor]) -> float:
+    """MiB of the tensors autograd keeps for the backward pass of ``call()`` (storages counted
+    once, the model's parameters excluded; a sparse matrix counts its index and value arrays)."""
+    seen: dict[int, int] = {}
+
+    def pack(t: Tensor) -> Tensor:
+        if t.layout == torch.sparse_csr:
+            parts = [t.crow_indices(), t.col_indices(), t.values()]
+        elif t.layout == torch.sparse_coo:
+            parts = [t._indices(), t._values()]
+        else:
+            parts = [t]
+        for part in parts:
+            st = part.untyped_storage()
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = call()
+    out.sum().backward()
+    model.zero_grad(set_to_none=True)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    return sum(n for ptr, n in seen.items() if ptr not in params) / 2**20
+
+
+def _csr_adjacency(edge_index: Tensor, n: int) -> Tensor:
+    """PyG's ``adj_t`` as a torch sparse CSR matrix: row = destination, column = source."""
+    return torch.sparse_coo_tensor(
+        edge_index.flip(0), torch.ones(edge_index.shape[1]), (n, n), check_invariants=False
+    ).to_sparse_csr()
+
+
 def bench(
     label: str,
     data: tuple[Tensor, Tensor, Tensor, int],
@@ -141,20 +194,29 @@ def bench(
     ours = GatedGraphPropagation(
         state_dim=state_dim, annotation_dim=a, num_edge_types=k, num_steps=STEPS
     )
-    ours1 = GatedGraphPropagation(
-        state_dim=state_dim, annotation_dim=a, num_edge_types=1, num_steps=STEPS
+    tied = GatedGraphPropagation(
+        state_dim=state_dim,
+        annotation_dim=a,
+        num_edge_types=1,
+        num_steps=STEPS,
+        tie_directions=True,
     )
     pyg = GatedGraphConv(state_dim, num_layers=STEPS, aggr="add")
     ei_bi = torch.cat([ei, ei.flip(0)], dim=1)
-    runs = {
-        "ours": _fwd_bwd(ours, lambda: ours(x, ei, et)),
-        "ours-1": _fwd_bwd(ours1, lambda: ours1(x, ei)),
-        "pyg": _fwd_bwd(pyg, lambda: pyg(x, ei)),
-        "pyg-bi": _fwd_bwd(pyg, lambda: pyg(x, ei_bi)),
+    adj_t = _csr_adjacency(ei_bi, n)  # prepared before the timings, as a PyG user would
+    plan, plan_tied = ours.plan(ei, et, n), tied.plan(ei, None, n)
+    calls: dict[str, tuple[nn.Module, Callable[[], Tensor]]] = {
+        "ours": (ours, lambda: ours(x, ei, et)),
+        "ours-plan": (ours, lambda: ours(x, ei, et, plan=plan)),
+        "ours-tied": (tied, lambda: tied(x, ei)),
+        "ours-tied-plan": (tied, lambda: tied(x, ei, plan=plan_tied)),
+        "pyg-bi": (pyg, lambda: pyg(x, ei_bi)),
+        "pyg-bi-csr": (pyg, lambda: pyg(x, adj_t)),
     }
     if n <= max_dense:
         dense = DenseGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k)
-        runs["dense"] = _fwd_bwd(dense, lambda: dense(x, ei, et))
+        calls["dense"] = (dense, lambda: dense(x, ei, et))
+    runs = {name: _fwd_bwd(m, c) for name, (m, c) in calls.items()}
     for r in runs.values():  # warm-up
         r()
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -162,15 +224,21 @@ def bench(
         for name, r in runs.items():
             times[name].append(r())
     med = {name: statistics.median(v) for name, v in times.items()}
+    mem = {name: saved_mib(m, c) for name, (m, c) in calls.items() if name != "dense"}
+    fastest = min(("pyg-bi", "pyg-bi-csr"), key=med.__getitem__)
     row: dict[str, object] = {"workload": label, "nodes": n, "edges": ei.shape[1]}
     for name, t in med.items():
         row[f"{name} graphs/s"] = n_graphs / t
-    for name in ("pyg", "pyg-bi", "dense"):
-        if name in med:
-            row[f"{name}/ours-1" if name != "dense" else "dense/ours"] = (
-                med[name] / med["ours-1"] if name != "dense" else med[name] / med["ours"]
-            )
+    for ours_name in ("ours-tied", "ours"):
+        row[f"pyg-bi/{ours_name}"] = med["pyg-bi"] / med[ours_name]
+        row[f"pyg-best/{ours_name}-plan"] = med[fastest] / med[f"{ours_name}-plan"]
+        row[f"MiB {ours_name}"] = mem[ours_name]
+    row["MiB pyg-bi"], row["MiB pyg-bi-csr"] = mem["pyg-bi"], mem["pyg-bi-csr"]
+    if "dense" in med:
+        row["dense/ours"] = med["dense"] / med["ours"]
     row["_seconds"] = med  # for the JSON rows (not printed)
+    row["_mib"] = mem
+    row["_fastest"] = fastest
     row["_state_dim"] = state_dim
     if "dense" in med:
         row["_dense_agreed"] = _dense_agreement(ours, dense, x, ei, et)
@@ -178,26 +246,69 @@ def bench(
 
 
 def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
-    pairs = [("ours-1", "pyg"), ("ours-1", "pyg-bi"), ("ours", "pyg-bi"), ("ours", "dense")]
     out = []
     for r in rows:
         med: dict[str, float] = r["_seconds"]  # type: ignore[assignment]
-        for ours, anchor in pairs:
-            if anchor not in med:
-                continue
-            dense = anchor == "dense"
+        mem: dict[str, float] = r["_mib"]  # type: ignore[assignment]
+        fastest = str(r["_fastest"])
+        work = (
+            f"GG-NN T={STEPS} fwd+bwd, {r['workload']} ({r['nodes']} nodes, {r['edges']} edges), "
+            f"state {r['_state_dim']}"
+        )
+        common = {"nodes": r["nodes"], "edges": r["edges"]}
+        for ours in ("ours-tied", "ours"):
+            note = PYG_NOTE if ours == "ours-tied" else PYG_NOTE + "; " + PAPER_NOTE
             out.append(
                 row(
-                    f"GG-NN T={STEPS} fwd+bwd, {r['workload']} ({r['nodes']} nodes, "
-                    f"{r['edges']} edges), state {r['_state_dim']}",
-                    {ours: med[ours], anchor: med[anchor]},
+                    f"{work}, edge lists",
+                    {ours: med[ours], "pyg-bi": med["pyg-bi"]},
                     ours=ours,
-                    anchor=anchor,
+                    anchor="pyg-bi",
                     unit="median s per forward + backward",
-                    agreed=r["_dense_agreed"] if dense else None,  # type: ignore[arg-type]
-                    note=None if dense else PYG_NOTE,
-                    nodes=r["nodes"],
-                    edges=r["edges"],
+                    note=note,
+                    saved_mib={ours: mem[ours], "pyg-bi": mem["pyg-bi"]},
+                    **common,
+                )
+            )
+            planned = f"{ours}-plan"
+            out.append(
+                row(
+                    f"{work}, graph prepared (plan / CSR), against PyG's faster path ({fastest})",
+                    {
+                        planned: med[planned],
+                        "pyg-bi": med["pyg-bi"],
+                        "pyg-bi-csr": med["pyg-bi-csr"],
+                    },
+                    ours=planned,
+                    anchor=fastest,
+                    unit="median s per forward + backward",
+                    note=note + "; " + CSR_NOTE,
+                    saved_mib={planned: mem[planned], fastest: mem[fastest]},
+                    **common,
+                )
+            )
+            out.append(
+                row(
+                    f"{work}, memory",
+                    {ours: mem[ours], "pyg-bi": mem["pyg-bi"], "pyg-bi-csr": mem["pyg-bi-csr"]},
+                    ours=ours,
+                    anchor="pyg-bi",
+                    measure="MiB",
+                    unit="MiB saved for the backward pass (parameters excluded)",
+                    note=note,
+                    **common,
+                )
+            )
+        if "dense" in med:
+            out.append(
+                row(
+                    work,
+                    {"ours": med["ours"], "dense": med["dense"]},
+                    ours="ours",
+                    anchor="dense",
+                    unit="median s per forward + backward",
+                    agreed=r["_dense_agreed"],  # type: ignore[arg-type]
+                    **common,
                 )
             )
     return out
@@ -229,25 +340,29 @@ def main(argv: list[str] | None = None) -> dict:
     cols = [
         "workload",
         "nodes",
-        "edges",
-        "ours graphs/s",
-        "ours-1 graphs/s",
-        "pyg graphs/s",
-        "pyg-bi graphs/s",
-        "dense graphs/s",
-        "pyg/ours-1",
-        "pyg-bi/ours-1",
+        "pyg-bi/ours-tied",
+        "pyg-best/ours-tied-plan",
+        "pyg-bi/ours",
+        "pyg-best/ours-plan",
         "dense/ours",
+        "MiB ours-tied",
+        "MiB ours",
+        "MiB pyg-bi",
+        "MiB pyg-bi-csr",
     ]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), T = {STEPS}")
-    print(" | ".join(f"{c:>15}" for c in cols))
+    print(" | ".join(f"{c:>14}" for c in cols))
     for r in rows:
         cells = []
         for c in cols:
             v = r.get(c, "n/a")
-            cells.append(f"{v:>15.3g}" if isinstance(v, float) else f"{v!s:>15}")
+            cells.append(f"{v:>14.3g}" if isinstance(v, float) else f"{v!s:>14}")
         print(" | ".join(cells))
-    print("ratios: contender time / paperzoo time (> 1 means paperzoo is faster)")
+    print("pyg-best: PyG's faster path in this run (edge list or CSR):")
+    print(", ".join(f"{r['workload']}: {r['_fastest']}" for r in rows))
+    print(
+        "ratios: contender time / paperzoo time (> 1 means paperzoo is faster); MiB saved for backward"
+    )
     for r in rows:
         if "_dense_agreed" in r:
             a = r["_dense_agreed"]

@@ -36,14 +36,14 @@ def _dense_reference(
 ) -> Tensor:
     """The paper's equations with per-type dense adjacency matrices (independent of the module)."""
     n, d, k = x.shape[0], prop.state_dim, prop.num_edge_types
-    adj = torch.zeros(k, n, n)  # adj[t, v, u] = number of edges u -> v of type t
+    adj = torch.zeros(k, n, n, dtype=x.dtype)  # adj[t, v, u] = number of edges u -> v of type t
     for (u, v), t in zip(edge_index.t().tolist(), edge_type.tolist(), strict=True):
         adj[t, v, u] += 1
     w_in, w_out = prop.weight[0], prop.weight[-1]
     b_in, b_out = prop.bias[0], prop.bias[-1]
     wa, ba = prop.lin_a.weight, prop.lin_a.bias
     uzr, uc = prop.lin_h_zr.weight, prop.lin_h_c.weight
-    h = torch.cat([x, torch.zeros(n, d - x.shape[1])], dim=1)
+    h = torch.cat([x, x.new_zeros(n, d - x.shape[1])], dim=1)
     for _ in range(steps):
         a_in = sum(adj[t] @ (h @ w_in[t] + b_in[t]) for t in range(k))
         a_out = sum(adj[t].t() @ (h @ w_out[t] + b_out[t]) for t in range(k))
@@ -97,6 +97,47 @@ def test_matches_dense_per_type_reference(tie: bool, k: int) -> None:
     et = torch.cat([et, et[:2]])
     ref = _dense_reference(prop, x, ei, et, steps=4)
     assert torch.allclose(prop(x, ei, et), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("tie", [False, True])
+@pytest.mark.parametrize("k", [1, 3])  # both orders of messages and sums (see the module doc)
+def test_hand_written_backward_matches_autograd_of_the_dense_reference(tie: bool, k: int) -> None:
+    g = torch.Generator().manual_seed(6)
+    prop = GatedGraphPropagation(
+        state_dim=5, annotation_dim=2, num_edge_types=k, num_steps=3, tie_directions=tie
+    ).double()
+    assert prop.transform_first == (k == 3)
+    x, ei, et = _random_graph(g, 7, 15, k, 2)
+    ei, et = torch.cat([ei, ei[:, :2]], dim=1), torch.cat([et, et[:2]])  # duplicate edges
+    x = x.double()
+    weights = torch.randn(7, 5, generator=g, dtype=torch.float64)  # a loss that mixes outputs
+    grads = []
+    for fn in (lambda xx: prop(xx, ei, et), lambda xx: _dense_reference(prop, xx, ei, et, 3)):
+        xx = x.clone().requires_grad_(True)
+        (fn(xx) * weights).sum().backward()
+        grads.append([xx.grad] + [p.grad.clone() for p in prop.parameters()])
+        prop.zero_grad(set_to_none=True)
+    names = ["x"] + [n for n, _ in prop.named_parameters()]
+    for name, ours, ref in zip(names, *grads, strict=True):
+        assert torch.allclose(ours, ref, atol=1e-10), name
+
+
+def test_plan_holds_no_weights_and_is_reusable_after_an_update() -> None:
+    g = torch.Generator().manual_seed(7)
+    prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
+    x, ei, et = _random_graph(g, 6, 10, 2, 2)
+    plan = prop.plan(ei, et, 6)
+    with torch.no_grad():
+        for p in prop.parameters():
+            p.add_(0.1)
+    assert torch.equal(prop(x, ei, et, plan=plan), prop(x, ei, et))
+
+
+def test_graph_without_edges_matches_the_reference() -> None:
+    prop = GatedGraphPropagation(state_dim=3, annotation_dim=2, num_edge_types=2, num_steps=2)
+    x = torch.rand(4, 2, generator=torch.Generator().manual_seed(8))
+    ei, et = torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+    assert torch.allclose(prop(x, ei, et), _dense_reference(prop, x, ei, et, 2), atol=1e-6)
 
 
 def test_direction_matters_unless_tied() -> None:
@@ -170,6 +211,16 @@ def test_rejects_bad_inputs() -> None:
         prop(torch.zeros(3, 3), torch.tensor([[0], [1]]), torch.tensor([0]))
     with pytest.raises(ValueError, match="annotation_dim"):
         GatedGraphPropagation(state_dim=2, annotation_dim=3, num_edge_types=1)
+    with pytest.raises(ValueError, match="refers to node 3"):
+        prop(x, torch.tensor([[0], [3]]), torch.tensor([0]))
+    other = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=1)
+    with pytest.raises(ValueError, match="slots"):
+        prop(
+            x,
+            torch.tensor([[0], [1]]),
+            torch.tensor([0]),
+            plan=other.plan(x.new_zeros(2, 0).long(), None, 3),
+        )
 
 
 def test_pooling_helpers() -> None:

@@ -212,17 +212,16 @@ class GatedGraphSequenceNet(nn.Module):
         b, g = _batch(x, batch), _num_graphs(batch, num_graphs)
         outs = []
         ann = x
-        plan = self.propagation.plan(edge_index, edge_type, x.shape[0])  # same graph each step
-        plan_x = None
-        if self.annotation_propagation is not None and num_outputs > 1:
-            plan_x = self.annotation_propagation.plan(edge_index, edge_type, x.shape[0])
+        # The graph's sparse matrices, built once for all outputs (and for F_x, whose layout is
+        # the same as F_o's: a plan holds no weights).
+        plan = self.propagation.plan(edge_index, edge_type, x.shape[0])
         for k in range(num_outputs):
             h = self.propagation(ann, edge_index, edge_type, plan=plan)  # H_o(k), (N, D)
             hx = torch.cat([h, ann], dim=1)
             outs.append(self.head(hx) if self.output == "node" else self.head(hx, b, g))
             if k + 1 < num_outputs:
                 if self.annotation_propagation is not None:
-                    h = self.annotation_propagation(ann, edge_index, edge_type, plan=plan_x)
+                    h = self.annotation_propagation(ann, edge_index, edge_type, plan=plan)
                     hx = torch.cat([h, ann], dim=1)
                 ann = torch.sigmoid(self.annotation_head(hx))  # X(k+1), (N, A)
         return torch.stack(outs, dim=1)  # (N, K) or (B, K, C)

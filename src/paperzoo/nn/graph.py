@@ -6,11 +6,21 @@ source and row 1 the destination of each directed edge; ``edge_type`` (E,) in
 ``[0, num_edge_types)``; many graphs are batched into one by offsetting node ids, and ``batch``
 (N,) says which graph each node belongs to.
 
-Message passing is fully batched: each step gathers the state of every edge end point with one
-``index_select`` and sums them per (node, direction, edge type) slot with one ``index_add_``; one
-matrix multiplication then applies every type's and direction's weight at once (composed with the
-GRU's input matrices, which is algebraically the same as forming ``a`` first). There is no Python
-loop over graphs, edges or edge types.
+How it is computed (the function is that of the equations; only the order of operations differs):
+
+* The graph becomes one sparse CSR matrix, built once per graph (``GatedGraphPropagation.plan``,
+  reusable across forward passes and optimizer steps), together with its transpose. Each step
+  sums the neighbour states of every (node, direction, edge type) slot with one sparse-dense
+  matrix product; the backward pass uses the transpose. There is no Python loop over graphs,
+  edges or edge types, and no re-indexing per step.
+* The per-type, per-direction message weights are applied in one matrix product, either after
+  the sums with the weights composed with the GRU's input matrices (lin_a(A h W) = A h (W lin_a),
+  the cheaper order when there are few edge types), or before them (h W for every slot at once,
+  then the sums per direction), whichever needs fewer multiply-adds.
+* The T steps run inside one autograd function with a hand-written backward pass (the GRU's
+  derivatives written out, weight gradients accumulated in place). It saves three tensors per
+  step (the state, the sums, the gates) instead of autograd's dozen, and cannot be differentiated
+  twice.
 
 Deviations and details (all following the authors' Lua code, github.com/yujiali/ggnn):
 
@@ -25,29 +35,51 @@ Deviations and details (all following the authors' Lua code, github.com/yujiali/
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 
 @dataclass(frozen=True)
 class PropagationPlan:
-    """What ``GatedGraphPropagation`` precomputes for a graph (see ``GatedGraphPropagation.plan``)."""
+    """A graph prepared for ``GatedGraphPropagation`` (see ``GatedGraphPropagation.plan``).
+
+    It holds index data only (no weights), so it stays valid across optimizer steps.
+    """
 
     num_nodes: int
     slots: int  # (direction, type) slots per node
-    index: Tensor  # (2E,) slot receiving each message
-    gather: Tensor  # (2E,) node whose state each message carries
-    w: Tensor  # message weights (fused with the GRU input weights when ``wa`` is None)
-    wa: Tensor | None  # GRU input weights per direction, when not fused
-    const: Tensor  # (N, 3D) GRU input biases plus degree-weighted message biases
+    transform_first: bool  # messages h W before the sums (else the sums first)
+    adj: Tensor  # CSR: sums per slot (N*slots, N), or per direction (N*dirs, N*slots)
+    adj_t: Tensor  # CSR: its transpose, for the backward pass
+    degree: Tensor  # (N, slots): edges per (node, slot), duplicates counted
 
 
-def _check_graph(x: Tensor, edge_index: Tensor, edge_type: Tensor | None, num_types: int) -> None:
-    if x.dim() != 2:
-        raise ValueError(f"x must be (num_nodes, features), got shape {tuple(x.shape)}")
+def _csr(rows: Tensor, cols: Tensor, shape: tuple[int, int], dtype: torch.dtype) -> Tensor:
+    """Sparse (rows x cols) matrix counting each (row, col) pair, in CSR form (32-bit indices
+    where they fit, which the CPU kernels use without a conversion per product)."""
+    key, count = torch.unique(rows * shape[1] + cols, return_counts=True)  # sorted by row
+    index_dtype = torch.int32 if max(shape[0] + 1, key.numel()) < 2**31 else torch.long
+    crow = torch.zeros(shape[0] + 1, dtype=index_dtype, device=rows.device)
+    torch.cumsum(torch.bincount(key // shape[1], minlength=shape[0]), 0, out=crow[1:])
+    col = (key % shape[1]).to(index_dtype)
+    with warnings.catch_warnings():  # torch warns once that sparse CSR support is in beta
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(crow, col, count.to(dtype), shape, check_invariants=False)
+
+
+def _spmm(adj: Tensor, x: Tensor) -> Tensor:
+    """adj @ x for a sparse CSR adj, into fresh memory (beta=0 skips zeroing it, which
+    ``adj @ x`` does, and on CPU that costs more than the product)."""
+    return torch.addmm(x.new_empty(adj.shape[0], x.shape[1]), adj, x, beta=0)
+
+
+def _check_graph(edge_index: Tensor, edge_type: Tensor | None, num_types: int) -> None:
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
         raise ValueError(f"edge_index must be (2, E), got shape {tuple(edge_index.shape)}")
     if edge_type is not None and edge_type.shape != edge_index.shape[1:]:
@@ -56,6 +88,81 @@ def _check_graph(x: Tensor, edge_index: Tensor, edge_type: Tensor | None, num_ty
         )
     if edge_type is None and num_types != 1:
         raise ValueError(f"edge_type is required with num_edge_types={num_types}")
+
+
+class _GatedSteps(torch.autograd.Function):
+    """T gated steps (Eq. 2-6) with a hand-written backward pass.
+
+    Inputs: h (N, D); const (N, 3D) GRU input biases plus message biases; w_pre (D, slots*D) the
+    message weights when they come first, else None; w_a (Q, 3D) the GRU input weights applied
+    to the sums (composed with the message weights when those come after); u_zr (D, 2D), u_c
+    (D, D) the recurrent weights (transposed, as right factors); the plan's matrices.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        h: Tensor,
+        const: Tensor,
+        w_pre: Tensor | None,
+        w_a: Tensor,
+        u_zr: Tensor,
+        u_c: Tensor,
+        adj: Tensor,
+        adj_t: Tensor,
+        steps: int,
+    ) -> Tensor:
+        n, d = h.shape
+        saved = []
+        for _ in range(steps):
+            m = h if w_pre is None else h @ w_pre  # (N, slots*D) when the weights come first
+            agg = _spmm(adj, m.reshape(-1, d)).view(n, -1)  # Eq. 2 sums, (N, Q)
+            g = torch.addmm(const, agg, w_a)  # lin_a(a), (N, 3D)
+            zr = g[:, : 2 * d].addmm_(h, u_zr).sigmoid_()  # Eq. 3, 4
+            cand = g[:, 2 * d :].addmm_(zr[:, d:] * h, u_c)  # Eq. 5, then tanh, as
+            cand.mul_(2).sigmoid_().mul_(2).sub_(1)  # 2 sigmoid(2x) - 1: torch's CPU tanh is slower
+            saved += [h, agg, g]
+            h = torch.lerp(h, cand, zr[:, :d])  # Eq. 6: (1 - z) * h + z * h~
+        ctx.save_for_backward(w_pre, w_a, u_zr, u_c, adj_t, *saved)
+        ctx.needs_const = ctx.needs_input_grad[1]
+        return h
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        w_pre, w_a, u_zr, u_c, adj_t, *saved = ctx.saved_tensors
+        d = u_c.shape[0]
+        gw_pre = None if w_pre is None else torch.zeros_like(w_pre)
+        gw_a, gu_zr, gu_c = torch.zeros_like(w_a), torch.zeros_like(u_zr), torch.zeros_like(u_c)
+        gconst = torch.zeros_like(saved[2]) if ctx.needs_const else None
+        gh = grad.contiguous()
+        for i in range(len(saved) // 3 - 1, -1, -1):
+            h, agg, g = saved[3 * i : 3 * i + 3]
+            n = h.shape[0]
+            z, r, cand = g[:, :d], g[:, d : 2 * d], g[:, 2 * d :]
+            dg = torch.empty_like(g)  # d loss / d (pre-activations of z, r, h~)
+            dcand = gh * z
+            dh = gh - dcand  # Eq. 6, through (1 - z) * h
+            torch.ops.aten.sigmoid_backward(gh * (cand - h), z, grad_input=dg[:, :d])  # Eq. 3
+            torch.ops.aten.tanh_backward(dcand, cand, grad_input=dg[:, 2 * d :])  # Eq. 5
+            gu_c.addmm_((r * h).t(), dg[:, 2 * d :])
+            drh = dg[:, 2 * d :] @ u_c.t()  # d loss / d (r * h)
+            dh.addcmul_(drh, r)
+            torch.ops.aten.sigmoid_backward(drh * h, r, grad_input=dg[:, d : 2 * d])  # Eq. 4
+            gu_zr.addmm_(h.t(), dg[:, : 2 * d])
+            dh.addmm_(dg[:, : 2 * d], u_zr.t())
+            gw_a.addmm_(agg.t(), dg)
+            if gconst is not None:
+                gconst += dg
+            dagg = (dg @ w_a.t()).view(-1, d)  # Eq. 2: back through the sums
+            if w_pre is None:
+                dh.addmm_(adj_t, dagg)
+            else:
+                dm = _spmm(adj_t, dagg).view(n, -1)  # (N, slots*D)
+                gw_pre.addmm_(h.t(), dm)  # type: ignore[union-attr]
+                dh.addmm_(dm, w_pre.t())
+            gh = dh
+        return gh, gconst, gw_pre, gw_a, gu_zr, gu_c, None, None, None
 
 
 class GatedGraphPropagation(nn.Module):
@@ -76,6 +183,9 @@ class GatedGraphPropagation(nn.Module):
 
     Shapes:
         x: (N, A); edge_index: (2, E); edge_type: (E,) -> (N, D)
+
+    The backward pass is written by hand (see the module docstring): gradients of gradients are
+    not supported.
     """
 
     def __init__(
@@ -107,6 +217,10 @@ class GatedGraphPropagation(nn.Module):
         self.lin_a = nn.Linear(a_dim, 3 * d)  # W_z, W_r, W applied to a (with the GRU biases)
         self.lin_h_zr = nn.Linear(d, 2 * d, bias=False)  # U_z, U_r
         self.lin_h_c = nn.Linear(d, d, bias=False)  # U
+        # Messages before the sums when that needs fewer multiply-adds per node: slots*D*D for
+        # h W plus |a|*3D for lin_a, against slots*D*3D for the sums through W composed with lin_a.
+        slots = n_dir * k
+        self.transform_first = slots * d + a_dim * 3 < slots * 3 * d
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -124,47 +238,62 @@ class GatedGraphPropagation(nn.Module):
         for p in (self.lin_a.weight, self.lin_a.bias, self.lin_h_zr.weight, self.lin_h_c.weight):
             nn.init.uniform_(p, -gru_bound, gru_bound)
 
-    def _fused_input(self) -> Tensor:
-        """The message weights composed with the GRU's input matrices: (slots*D, 3D)."""
-        d, k = self.state_dim, self.num_edge_types
-        wa = self.lin_a.weight  # (3D, D) tied, (3D, 2D) otherwise: columns [a_in | a_out]
-        if self.tie_directions:
-            return self.weight[0].reshape(k * d, d) @ wa.t()  # (K*D, 3D)
-        w_in = self.weight[0].reshape(k * d, d) @ wa[:, :d].t()  # types stacked along rows
-        w_out = self.weight[1].reshape(k * d, d) @ wa[:, d:].t()
-        return torch.cat([w_in, w_out])  # (2*K*D, 3D)
+    @property
+    def slots(self) -> int:
+        """(direction, type) slots a node's messages are summed in."""
+        return self.weight.shape[0] * self.num_edge_types
 
     def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
-        """Index tensors of a graph and the weights derived from the parameters.
+        """The sparse matrices of a graph, for ``forward(..., plan=...)``.
 
-        A GGS-NN propagates over the same graph once per output; building the plan once per
-        forward pass saves that work. The plan is part of the autograd graph of the forward pass
-        that built it: do not reuse it after an optimizer step.
+        They depend on the graph and on this module's layout (edge types, tied directions), not
+        on the weights: a plan may be built once per graph and reused for every step of training
+        (a GGS-NN also reuses it for each of its outputs).
         """
-        k, d, n = self.num_edge_types, self.state_dim, num_nodes
+        _check_graph(edge_index, edge_type, self.num_edge_types)
+        k, n, slots = self.num_edge_types, num_nodes, self.slots
+        if edge_index.numel() and int(edge_index.max()) >= n:
+            raise ValueError(f"edge_index refers to node {int(edge_index.max())}, but N = {n}")
         src, dst = edge_index[0], edge_index[1]
         etype = torch.zeros_like(src) if edge_type is None else edge_type
-        # Every message lands in a slot (node, direction, type): an edge u -> v of type t sends
-        # h_u to (v, in, t) and h_v to (u, out, t). Tied directions share the slot (node, t).
-        slots = k if self.tie_directions else 2 * k
+        # An edge u -> v of type t sends h_u to slot (v, in, t) and h_v to slot (u, out, t).
+        # Tied directions share the slot (node, t).
         out_off = 0 if self.tie_directions else k
-        index = torch.cat([dst * slots + etype, src * slots + out_off + etype])  # (2E,)
-        gather = torch.cat([src, dst])  # (2E,): whose state each message carries
-        # a reaches the GRU only through lin_a(a); with one edge type it is cheaper to fold the
-        # message weights into lin_a (lin_a(A h W) = A h (W lin_a)), otherwise to apply them
-        # first (fewer multiply-adds: slots*D*3D against slots*D*D + |a|*3D).
-        fused = slots * 3 * d <= slots * d + self.lin_a.in_features * 3
-        if fused:
-            w, wa = self._fused_input(), None  # (slots*D, 3D)
+        receiver = torch.cat([dst, src])  # (2E,)
+        sender = torch.cat([src, dst])  # (2E,): whose state each message carries
+        slot = torch.cat([etype, etype + out_off])
+        dtype = self.weight.dtype
+        degree = torch.bincount(receiver * slots + slot, minlength=n * slots).to(dtype)
+        if self.transform_first:  # rows (node, direction), columns (sender, slot) of h W
+            dirs = self.weight.shape[0]
+            rows, cols = receiver * dirs + slot // k, sender * slots + slot
+            shape = (n * dirs, n * slots)
+        else:  # rows (node, slot), columns sender
+            rows, cols, shape = receiver * slots + slot, sender, (n * slots, n)
+        adj = _csr(rows, cols, shape, dtype)
+        # One tied edge type: adj is the symmetric (N, N) matrix A + A^T, its own transpose.
+        symmetric = self.tie_directions and k == 1 and not self.transform_first
+        adj_t = adj if symmetric else _csr(cols, rows, (shape[1], shape[0]), dtype)
+        return PropagationPlan(n, slots, self.transform_first, adj, adj_t, degree.view(n, slots))
+
+    def _weights(self, plan: PropagationPlan) -> tuple[Tensor | None, Tensor, Tensor]:
+        """w_pre (D, slots*D) or None, w_a (Q, 3D) and const (N, 3D) for ``_GatedSteps``."""
+        d, slots = self.state_dim, self.slots
+        wa = self.lin_a.weight  # (3D, D) tied, (3D, 2D) otherwise: columns [a_in | a_out]
+        # Message weights mapped through the GRU input weights, stacked by slot: (slots, D, 3D)
+        # and the same for the biases: (slots, 3D). Slot = direction * K + type.
+        wa_dir = wa.t().reshape(-1, d, 3 * d)  # (dirs, D, 3D)
+        if self.transform_first:
+            w_pre = self.weight.reshape(slots, d, d).permute(1, 0, 2).reshape(d, slots * d)
+            w_a = wa.t()  # (dirs*D, 3D)
         else:
-            w = self.weight.reshape(-1, k * d, d)  # (dirs, K*D, D)
-            wa = self.lin_a.weight.t().reshape(-1, d, 3 * d)  # (dirs, D, 3D)
-        const = self.lin_a.bias.expand(n, 3 * d)  # GRU input biases
+            w_pre = None
+            w_a = (self.weight @ wa_dir.unsqueeze(1)).reshape(slots * d, 3 * d)
+        const = self.lin_a.bias.expand(plan.num_nodes, 3 * d)  # GRU input biases
         if self.bias is not None:  # degree-weighted message biases, fixed across steps
-            ones = self.weight.new_ones(index.shape[0])
-            deg = self.weight.new_zeros(n * slots).index_add_(0, index, ones)
-            const = const + deg.view(n, slots) @ self._bias_input()  # (N, 3D)
-        return PropagationPlan(n, slots, index, gather, w, wa, const)
+            bias_a = (self.bias.unsqueeze(2) @ wa_dir.unsqueeze(1)).reshape(slots, 3 * d)
+            const = torch.addmm(const, plan.degree, bias_a)  # (N, 3D)
+        return w_pre, w_a, const.contiguous()
 
     def forward(
         self,
@@ -175,40 +304,25 @@ class GatedGraphPropagation(nn.Module):
         num_steps: int | None = None,
         plan: PropagationPlan | None = None,
     ) -> Tensor:
-        k, d = self.num_edge_types, self.state_dim
-        _check_graph(x, edge_index, edge_type, k)
+        if x.dim() != 2:
+            raise ValueError(f"x must be (num_nodes, features), got shape {tuple(x.shape)}")
         if x.shape[1] != self.annotation_dim:
             raise ValueError(f"x has {x.shape[1]} features, expected {self.annotation_dim}")
         n, steps = x.shape[0], self.num_steps if num_steps is None else num_steps
         if plan is None:
             plan = self.plan(edge_index, edge_type, n)
-        elif plan.num_nodes != n:
-            raise ValueError(f"the plan is for {plan.num_nodes} nodes, x has {n}")
-        h = F.pad(x, (0, d - self.annotation_dim))  # Eq. 1, (N, D)
-        for _ in range(steps):  # weights tied over the T steps
-            # Eq. 2: sums of neighbour states per (node, direction, type) slot, then the weights.
-            agg = h.new_zeros(n * plan.slots, d)
-            agg = agg.index_add_(0, plan.index, h.index_select(0, plan.gather))
-            if plan.wa is None:
-                pa = torch.addmm(plan.const, agg.view(n, plan.slots * d), plan.w)  # lin_a(a)
-            else:
-                agg = agg.view(n, -1, k * d).transpose(0, 1)  # (dirs, N, K*D)
-                a = torch.bmm(agg, plan.w)  # (dirs, N, D): [a_in, a_out]
-                pa = plan.const + torch.bmm(a, plan.wa).sum(0)  # (N, 3D) = lin_a(a)
-            zr = torch.sigmoid(pa[:, : 2 * d] + self.lin_h_zr(h))  # Eq. 3, 4
-            z, r = zr[:, :d], zr[:, d:]
-            cand = torch.tanh(pa[:, 2 * d :] + self.lin_h_c(r * h))  # Eq. 5
-            h = h + z * (cand - h)  # Eq. 6: (1 - z) * h + z * h~
-        return h
-
-    def _bias_input(self) -> Tensor:
-        """Message biases mapped through the GRU input weights: (slots, 3D)."""
-        d = self.state_dim
-        wa = self.lin_a.weight
-        assert self.bias is not None
-        if self.tie_directions:
-            return self.bias[0] @ wa.t()  # (K, 3D)
-        return torch.cat([self.bias[0] @ wa[:, :d].t(), self.bias[1] @ wa[:, d:].t()])
+        elif plan.num_nodes != n or plan.slots != self.slots:
+            raise ValueError(
+                f"the plan is for {plan.num_nodes} nodes and {plan.slots} slots, "
+                f"x has {n} nodes and this module {self.slots} slots"
+            )
+        h = F.pad(x, (0, self.state_dim - self.annotation_dim))  # Eq. 1, (N, D)
+        if steps == 0:
+            return h
+        w_pre, w_a, const = self._weights(plan)
+        u_zr, u_c = self.lin_h_zr.weight.t(), self.lin_h_c.weight.t()
+        out = _GatedSteps.apply(h, const, w_pre, w_a, u_zr, u_c, plan.adj, plan.adj_t, steps)
+        return out  # type: ignore[no-any-return]
 
     def extra_repr(self) -> str:
         return (
