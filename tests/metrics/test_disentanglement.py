@@ -283,6 +283,98 @@ def test_metrics_benchmark_runs_and_inherits_the_thread_setting(monkeypatch, cap
         torch.set_num_threads(before)
     out = capsys.readouterr().out
     assert "2 thread(s)" in out
-    rows = {line[:13].strip(): line.split() for line in out.splitlines()[2:10]}
+    rows = {line[:13].strip(): line.split() for line in out.splitlines()[2:11]}
     for name in ("BetaVAE", "FactorVAE", "SAP", "modularity", "DCI"):
         assert float(rows[name][-1]) < 1e-12, name  # same values on both sides
+    assert float(rows["BetaVAE fast"][-1]) <= 1e-3  # the tolerance fixed in the benchmark
+
+
+@pytest.mark.parametrize("data", [DATA, NoisyFactors()], ids=["deterministic", "rng-consuming"])
+def test_beta_vae_points_interleaved(data) -> None:
+    from paperzoo.metrics.disentanglement.beta_vae import (
+        beta_vae_features,
+        beta_vae_points,
+        sample_beta_vae_pairs,
+    )
+
+    _, f1, f2 = sample_beta_vae_pairs(data, 37, 16, np.random.default_rng(0))
+    r1, r2 = np.random.default_rng(1), np.random.default_rng(1)
+    stored = beta_vae_points(data, identity, f1, f2, r1, encode_batch=64)
+    inter = beta_vae_points(data, identity, f1, f2, r2, encode_batch=64, interleave=True)
+    assert r1.integers(1 << 30) == r2.integers(1 << 30)  # the same number of draws
+    if data is DATA:  # rendering draws nothing: identical features
+        assert np.array_equal(inter, stored)
+        z1 = f1.astype(float)
+        assert np.array_equal(inter, beta_vae_features(z1, f2.astype(float)))
+    else:  # other draws of the same noise: close, not equal
+        assert not np.array_equal(inter, stored)
+        np.testing.assert_allclose(inter.mean(), stored.mean(), rtol=0.05)
+
+
+@pytest.mark.parametrize("encode_batch", [64, 40])
+def test_factor_vae_points_votes_equal_votes_of_stored_codes(encode_batch) -> None:
+    from paperzoo.metrics.disentanglement.factor_vae import (
+        factor_vae_points_votes,
+        factor_vae_votes,
+        sample_factor_vae_batches,
+    )
+    from paperzoo.metrics.disentanglement.utils import encode_factors
+
+    data = NoisyFactors()
+    index, f = sample_factor_vae_batches(data, 53, 16, np.random.default_rng(0))
+    gvar = np.array([0.5, 1.0, 2.0, 3.0])
+    for active in (np.ones(4, dtype=bool), np.array([True, False, True, True])):
+        r1, r2 = np.random.default_rng(1), np.random.default_rng(1)
+        codes = encode_factors(data, identity, f, r1, batch_size=encode_batch)
+        ref = factor_vae_votes(index, codes, gvar, active, data.num_factors)
+        ours = factor_vae_points_votes(
+            data, identity, index, f, r2, gvar, active, encode_batch=encode_batch
+        )
+        assert np.array_equal(ours, ref)
+        local = np.var(codes[:, :, active], axis=1, ddof=1)  # the one-shot formula
+        expect = np.zeros_like(ref)
+        np.add.at(expect, (index, np.argmin(local / gvar[active], axis=1)), 1)
+        assert np.array_equal(ours, expect)
+
+
+def _tight_sklearn(x, y):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(x, y)
+
+
+@pytest.mark.parametrize("classes", [2, 5])
+def test_newton_logistic_regression_is_scikit_learns_optimum(classes) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from paperzoo.metrics.disentanglement.logistic import fit_logistic_regression
+
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, classes, size=3000) * 3 + 1  # labels need not be 0..K-1
+    x = rng.normal(size=(3000, 6)) + 0.4 * np.eye(6)[y % 6]
+    xt = rng.normal(size=(2000, 6)) + 0.4 * np.eye(6)[rng.integers(0, classes, 2000) * 3 % 6 + 1]
+    ours = fit_logistic_regression(x, y)
+    ref = _tight_sklearn(x, y)
+    np.testing.assert_allclose(ours.coef, ref.coef_, atol=1e-6)
+    centre = (lambda b: b - b.mean()) if classes > 2 else (lambda b: b)  # b is shift-invariant
+    np.testing.assert_allclose(centre(ours.intercept), centre(ref.intercept_), atol=1e-6)
+    assert np.array_equal(ours.classes, ref.classes_)
+    # scikit-learn's default (L-BFGS, stopped at 1e-4) predicts the same up to its tolerance
+    default = LogisticRegression().fit(x, y)
+    assert np.mean(ours.predict(xt) != default.predict(xt)) <= 1e-3
+    with pytest.raises(ValueError, match="two classes"):
+        fit_logistic_regression(x, np.zeros(len(x)))
+
+
+def test_beta_vae_fast_mode_agrees_with_the_default() -> None:
+    from paperzoo.metrics.disentanglement.beta_vae import beta_vae_score_from_features
+
+    kw = {"batch_size": 16, "num_train": 600, "num_eval": 400}
+    for rep in (identity, random_code):
+        slow = beta_vae_score(DATA, rep, np.random.default_rng(0), **kw)
+        fast = beta_vae_score(DATA, rep, np.random.default_rng(0), fast=True, **kw)
+        assert abs(fast - slow) <= 1 / 400  # at most one of the 400 evaluation points
+    with pytest.raises(ValueError, match="solver"):
+        beta_vae_score_from_features(
+            np.zeros((4, 2)), np.arange(4), np.zeros((2, 2)), [0, 1], solver="sag"
+        )
