@@ -1,25 +1,31 @@
-"""paperzoo's Perceiver against perceiver-pytorch (lucidrains, PyPI) at a matched configuration.
+"""paperzoo's Perceiver against perceiver-pytorch (lucidrains, PyPI) at equal parameter counts.
 
-Both models: 64 x 64 RGB inputs (M = 4096) with 16-band Fourier features (mu = 64) -> 69 input
-channels; 128 x 256 latents; 2 cross-attends (1 head, 64 q/k/v channels) each followed by 2 latent
-self-attention blocks (8 heads x 32 channels); no weight sharing; MLPs of equal size (ours: GELU
-with widening 6; theirs: GEGLU with mult 4, the same 12 D^2 weights); latent average -> 10 classes.
+Both models, on both input sizes of issue #20's goal: 28 x 28 x 1 (MNIST-sized, M = 784) and
+64 x 64 x 3 (M = 4096) images with 16-band Fourier features per axis (mu = the image side) ->
+1 + 66 = 67 or 3 + 66 = 69 input channels; 128 x 256 latents; 2 cross-attends (1 head, 64 q/k/v
+channels) each followed by 2 latent self-attention blocks (8 heads x 32 channels); no weight
+sharing; MLPs of equal size (ours: GELU with widening 6; theirs: GEGLU with mult 4, the same
+12 D^2 weights); latent average -> 10 classes. The latent part (the same for both input sizes)
+is most of the work, and it is the same dense work in both libraries.
 
-Reported, in one run:
-  1. forward + backward throughput (examples/s, median over interleaved steps), ratio ours/theirs;
+Reported, in one run, for each input size:
+  1. the median forward + backward time over interleaved steps, and the FLOPs of a step as
+     torch's FlopCounterMode counts them (attention in its explicit form for both), so the
+     GFLOP/s each library reaches can be compared with the time ratio;
   2. memory: the activations autograd saves for the backward pass (any device; storages counted
      once) and, on CUDA, the allocator's peak during a step above the model's own footprint;
-  3. how our cost grows with the number of inputs M (FLOPs counted, and time): linear, O(M N).
+and once: how our cost grows with the number of inputs M (FLOPs counted, and time): linear.
 
     python benchmarks/perceiver.py [--steps N] [--batch B] [--threads T] [--device cpu|cuda]
         [--quick]
 Needs ``pip install perceiver-pytorch`` (the ``bench`` extra).
 
-Rows for ``paperzoo bench --json``: the median step time and the training step's memory, ratio
+Rows for ``paperzoo bench --json``, per input size: the median step time (with ``params``,
+``gflops`` and ``gflop_per_s`` per library) and the training step's memory, ratio
 perceiver-pytorch / paperzoo. The two are not the same function (GELU MLPs against GEGLU ones, of
-equal size), so their outputs are not compared; the check is that the parameter counts agree
-(relative difference, tolerance 0.01: "at equal parameters"). The scaling table goes to the
-JSON's ``extra``.
+equal size; their q/k/v projections have no bias), so their outputs are not compared; the check is
+that the parameter counts agree (relative difference, tolerance 0.01: "at equal parameters").
+The scaling table goes to the JSON's ``extra``.
 """
 
 from __future__ import annotations
@@ -37,22 +43,15 @@ from torch.utils.flop_counter import FlopCounterMode
 from _common import add_common_args, agreement, apply_quick, apply_threads, result, row
 from paperzoo.models.perceiver import Perceiver, PerceiverConfig
 
-SIZE, CH, BANDS, LATENTS, DIM, REPEATS, SELF_PER, CROSS_DIM, HEADS = (
-    64,
-    3,
-    16,
-    128,
-    256,
-    2,
-    2,
-    64,
-    8,
-)
+# The two input sizes of issue #20's goal: (side, channels) of square images.
+SIZES = ((28, 1), (64, 3))  # MNIST-sized, 64 x 64 RGB
+BANDS, LATENTS, DIM, REPEATS, SELF_PER, CROSS_DIM, HEADS = 16, 128, 256, 2, 2, 64, 8
 
 
-def ours(index_dims: tuple[int, ...] = (SIZE, SIZE)) -> nn.Module:
+def ours(channels: int = 3, index_dims: tuple[int, ...] = (64, 64), mu: float = 64.0) -> nn.Module:
+    """Our Perceiver at the matched configuration; ``mu``: the Fourier features' max resolution."""
     cfg = PerceiverConfig(
-        input_channels=CH,
+        input_channels=channels,
         index_dims=index_dims,
         num_classes=10,
         num_latents=LATENTS,
@@ -65,20 +64,21 @@ def ours(index_dims: tuple[int, ...] = (SIZE, SIZE)) -> nn.Module:
         cross_widening=6,
         self_widening=6,
         num_bands=BANDS,
-        max_resolution=(float(SIZE),) * len(index_dims),
+        max_resolution=(mu,) * len(index_dims),
         share_weights=False,
     )
     return Perceiver(config=cfg)
 
 
-def theirs() -> nn.Module:
+def theirs(channels: int = 3, mu: float = 64.0) -> nn.Module:
+    """perceiver-pytorch's Perceiver at the matched configuration (2-D inputs)."""
     from perceiver_pytorch import Perceiver as LucidPerceiver
 
     return LucidPerceiver(
-        input_channels=CH,
+        input_channels=channels,
         input_axis=2,
         num_freq_bands=BANDS,
-        max_freq=float(SIZE),
+        max_freq=mu,
         depth=REPEATS,
         num_latents=LATENTS,
         latent_dim=DIM,
@@ -92,7 +92,12 @@ def theirs() -> nn.Module:
     )
 
 
-MAKERS: dict[str, Callable[[], nn.Module]] = {"paperzoo": ours, "perceiver-pytorch": theirs}
+def makers(side: int, channels: int) -> dict[str, Callable[[], nn.Module]]:
+    """The two contenders for ``side`` x ``side`` x ``channels`` images (Fourier mu = side)."""
+    return {
+        "paperzoo": lambda: ours(channels, (side, side), float(side)),
+        "perceiver-pytorch": lambda: theirs(channels, float(side)),
+    }
 
 
 def _step_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], float]:
@@ -109,17 +114,30 @@ def _step_fn(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[],
     return step
 
 
-def _inputs(batch: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _inputs(
+    batch: int, device: str, side: int = 64, channels: int = 3
+) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
-    x = torch.rand(batch, SIZE, SIZE, CH, generator=g)
+    x = torch.rand(batch, side, side, channels, generator=g)
     y = torch.randint(0, 10, (batch,), generator=g)
     return x.to(device), y.to(device)
 
 
-def throughput(steps: int, batch: int, device: str) -> list[dict[str, object]]:
-    x, y = _inputs(batch, device)
+def step_gflops(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """GFLOPs of one forward + backward as torch's FlopCounterMode counts them (matmuls, and
+    attention in its explicit form, so both contenders' attention is counted alike)."""
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as fc:
+        nn.functional.cross_entropy(model(x), y).backward()
+    model.zero_grad(set_to_none=True)
+    return fc.get_total_flops() / 1e9
+
+
+def throughput(
+    steps: int, batch: int, device: str, side: int = 64, channels: int = 3
+) -> list[dict[str, object]]:
+    x, y = _inputs(batch, device, side, channels)
     models = {}
-    for name, make in MAKERS.items():
+    for name, make in makers(side, channels).items():
         torch.manual_seed(0)
         models[name] = make().to(device)
     steppers = {k: _step_fn(m, x, y) for k, m in models.items()}
@@ -132,12 +150,15 @@ def throughput(steps: int, batch: int, device: str) -> list[dict[str, object]]:
     rows = []
     for k, m in models.items():
         med = statistics.median(times[k])
+        gflops = step_gflops(m, x, y)
         rows.append(
             {
                 "library": k,
                 "params": sum(p.numel() for p in m.parameters()),
                 "ms_per_step": 1e3 * med,
                 "examples_per_s": batch / med,
+                "gflops": gflops,
+                "gflop_per_s": gflops / med,
             }
         )
     return rows
@@ -162,10 +183,12 @@ def saved_activation_bytes(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -
     return sum(n for ptr, n in seen.items() if ptr not in params)
 
 
-def memory(batch: int, device: str) -> dict[str, dict[str, float]]:
-    x, y = _inputs(batch, device)
+def memory(
+    batch: int, device: str, side: int = 64, channels: int = 3
+) -> dict[str, dict[str, float]]:
+    x, y = _inputs(batch, device, side, channels)
     out: dict[str, dict[str, float]] = {}
-    for name, make in MAKERS.items():
+    for name, make in makers(side, channels).items():
         torch.manual_seed(0)
         model = make().to(device)
         row = {"saved_mib": saved_activation_bytes(model, x, y) / 2**20}
@@ -187,15 +210,69 @@ def scaling(batch: int, device: str) -> list[dict[str, float]]:
         torch.manual_seed(0)
         model = ours(index_dims=(m,)).to(device)
         g = torch.Generator().manual_seed(0)
-        x = torch.rand(batch, m, CH, generator=g).to(device)
+        x = torch.rand(batch, m, 3, generator=g).to(device)
         y = torch.randint(0, 10, (batch,), generator=g).to(device)
-        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as fc:
-            nn.functional.cross_entropy(model(x), y).backward()
+        gflops = step_gflops(model, x, y)
         step = _step_fn(model, x, y)
         step()
         t = statistics.median(step() for _ in range(3))
-        rows.append({"M": m, "gflops": fc.get_total_flops() / 1e9, "ms": 1e3 * t})
+        rows.append({"M": m, "gflops": gflops, "ms": 1e3 * t})
     return rows
+
+
+def compare(side: int, channels: int, args: argparse.Namespace) -> list[dict[str, object]]:
+    """Time, memory and FLOPs of both contenders on side x side x channels images: two rows."""
+    rows = throughput(args.steps, args.batch, args.device, side, channels)
+    mem = memory(args.batch, args.device, side, channels)
+    cuda = args.device.startswith("cuda")
+    shape = f"{side}x{side}x{channels}"
+    print(f"\n{shape} inputs (M={side * side}), batch {args.batch}")
+    head = f"{'library':<20}{'params':>10}{'ms/step':>10}{'ex/s':>9}{'GFLOP':>8}{'GFLOP/s':>9}"
+    print(head + f"{'saved act. MiB':>16}" + (f"{'CUDA peak MiB':>15}" if cuda else ""))
+    for r in rows:
+        m = mem[str(r["library"])]
+        line = (
+            f"{r['library']:<20}{r['params'] / 1e6:>9.3f}M{r['ms_per_step']:>10.1f}"
+            f"{r['examples_per_s']:>9.1f}{r['gflops']:>8.1f}{r['gflop_per_s']:>9.1f}"
+            f"{m['saved_mib']:>16.1f}"
+        )
+        print(line + (f"{m['cuda_peak_mib']:>15.1f}" if cuda else ""))
+    ours_r, theirs_r = rows
+    key = "cuda_peak_mib" if cuda else "saved_mib"
+    print(
+        f"speed ratio perceiver-pytorch / paperzoo: "
+        f"{theirs_r['ms_per_step'] / ours_r['ms_per_step']:.2f} (goal >= 1.5); "
+        f"FLOP ratio: {theirs_r['gflops'] / ours_r['gflops']:.2f}; memory ratio ({key}): "
+        f"{mem['perceiver-pytorch'][key] / mem['paperzoo'][key]:.2f}"
+    )
+    names = ("paperzoo", "perceiver-pytorch")
+    p_ours, p_theirs = (float(r["params"]) for r in (ours_r, theirs_r))
+    agreed = agreement("parameter counts, relative difference", abs(p_ours / p_theirs - 1), 0.01)
+    work = f"Perceiver train step, {shape} inputs, batch {args.batch}, {args.device}"
+    return [
+        row(
+            work,
+            {str(r["library"]): float(r["ms_per_step"]) / 1e3 for r in rows},
+            ours=names[0],
+            anchor=names[1],
+            unit="median s per forward + backward",
+            agreed=agreed,
+            params={str(r["library"]): r["params"] for r in rows},
+            gflops={str(r["library"]): r["gflops"] for r in rows},
+            gflop_per_s={str(r["library"]): r["gflop_per_s"] for r in rows},
+        ),
+        row(
+            f"{work}, memory ({key})",
+            {n: mem[n][key] for n in names},
+            ours=names[0],
+            anchor=names[1],
+            measure="MiB",
+            unit="MiB saved for the backward pass"
+            if key == "saved_mib"
+            else "MiB CUDA peak above the model",
+            agreed=agreed,
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -215,30 +292,10 @@ def main(argv: list[str] | None = None) -> dict:
         return result("perceiver", args, [], skipped=msg)
 
     print(
-        f"device {args.device}, {torch.get_num_threads()} thread(s), batch {args.batch}, "
-        f"{SIZE}x{SIZE}x{CH} inputs (M={SIZE * SIZE}), {LATENTS}x{DIM} latents, "
-        f"{REPEATS} cross-attends x {SELF_PER} self-attends"
+        f"device {args.device}, {torch.get_num_threads()} thread(s), {LATENTS}x{DIM} latents, "
+        f"{REPEATS} cross-attends x {SELF_PER} self-attends, {BANDS} Fourier bands per axis"
     )
-    rows = throughput(args.steps, args.batch, args.device)
-    mem = memory(args.batch, args.device)
-    cuda = args.device.startswith("cuda")
-    head = f"{'library':<20}{'params':>10}{'ms/step':>10}{'ex/s':>9}{'saved act. MiB':>16}"
-    print(head + (f"{'CUDA peak MiB':>15}" if cuda else ""))
-    for r in rows:
-        m = mem[str(r["library"])]
-        line = (
-            f"{r['library']:<20}{r['params'] / 1e6:>9.2f}M{r['ms_per_step']:>10.1f}"
-            f"{r['examples_per_s']:>9.1f}{m['saved_mib']:>16.1f}"
-        )
-        print(line + (f"{m['cuda_peak_mib']:>15.1f}" if cuda else ""))
-    ours_r, theirs_r = rows
-    key = "cuda_peak_mib" if cuda else "saved_mib"
-    print(
-        f"throughput ratio paperzoo / perceiver-pytorch: "
-        f"{ours_r['examples_per_s'] / theirs_r['examples_per_s']:.2f}  (goal >= 1.0); "
-        f"memory ratio ({key}): {mem['paperzoo'][key] / mem['perceiver-pytorch'][key]:.2f}  "
-        "(lower is better)"
-    )
+    out = [r for side, ch in SIZES for r in compare(side, ch, args)]
 
     print("\npaperzoo cost vs input length M (forward + backward, 1-D inputs):")
     srows = scaling(max(1, args.batch // 4), args.device)
@@ -258,32 +315,6 @@ def main(argv: list[str] | None = None) -> dict:
         "FLOPs = constant (latent Transformer) + a constant amount per input: linear in M "
         "(a Transformer on the inputs would grow as M^2)"
     )
-    names = ("paperzoo", "perceiver-pytorch")
-    p_ours, p_theirs = (float(r["params"]) for r in (ours_r, theirs_r))
-    agreed = agreement("parameter counts, relative difference", abs(p_ours / p_theirs - 1), 0.01)
-    work = f"Perceiver train step, {SIZE}x{SIZE}x{CH} inputs, batch {args.batch}, {args.device}"
-    out = [
-        row(
-            work,
-            {str(r["library"]): float(r["ms_per_step"]) / 1e3 for r in rows},
-            ours=names[0],
-            anchor=names[1],
-            unit="median s per forward + backward",
-            agreed=agreed,
-            params={str(r["library"]): r["params"] for r in rows},
-        ),
-        row(
-            f"{work}, memory ({key})",
-            {n: mem[n][key] for n in names},
-            ours=names[0],
-            anchor=names[1],
-            measure="MiB",
-            unit="MiB saved for the backward pass"
-            if key == "saved_mib"
-            else "MiB CUDA peak above the model",
-            agreed=agreed,
-        ),
-    ]
     return result("perceiver", args, out, extra={"scaling": srows})
 
 
