@@ -343,15 +343,15 @@ def _tight_sklearn(x, y):
     return LogisticRegression(solver="newton-cholesky", tol=1e-12, max_iter=1000).fit(x, y)
 
 
-@pytest.mark.parametrize("classes", [2, 5])
-def test_newton_logistic_regression_is_scikit_learns_optimum(classes) -> None:
+@pytest.mark.parametrize(("classes", "n"), [(2, 3000), (5, 3000), (2, 6000), (5, 6000)])
+def test_newton_logistic_regression_is_scikit_learns_optimum(classes, n) -> None:
     from sklearn.linear_model import LogisticRegression
 
     from paperzoo.metrics.disentanglement.logistic import fit_logistic_regression
 
-    rng = np.random.default_rng(11)
-    y = rng.integers(0, classes, size=3000) * 3 + 1  # labels need not be 0..K-1
-    x = rng.normal(size=(3000, 6)) + 0.4 * np.eye(6)[y % 6]
+    rng = np.random.default_rng(11)  # n >= 4000: warm-started from a subsample's optimum
+    y = rng.integers(0, classes, size=n) * 3 + 1  # labels need not be 0..K-1
+    x = rng.normal(size=(n, 6)) + 0.4 * np.eye(6)[y % 6]
     xt = rng.normal(size=(2000, 6)) + 0.4 * np.eye(6)[rng.integers(0, classes, 2000) * 3 % 6 + 1]
     ours = fit_logistic_regression(x, y)
     ref = _tight_sklearn(x, y)
@@ -359,9 +359,11 @@ def test_newton_logistic_regression_is_scikit_learns_optimum(classes) -> None:
     centre = (lambda b: b - b.mean()) if classes > 2 else (lambda b: b)  # b is shift-invariant
     np.testing.assert_allclose(centre(ours.intercept), centre(ref.intercept_), atol=1e-6)
     assert np.array_equal(ours.classes, ref.classes_)
-    # scikit-learn's default (L-BFGS, stopped at 1e-4) predicts the same up to its tolerance
+    # scikit-learn's default (L-BFGS, stopped at a gradient of 1e-4) is near this optimum: it
+    # classifies a few points near the boundaries differently (measured here: 0 to 3 of the 2,000
+    # on these overlapping classes; a sanity bound, not a tolerance)
     default = LogisticRegression().fit(x, y)
-    assert np.mean(ours.predict(xt) != default.predict(xt)) <= 1e-3
+    assert np.mean(ours.predict(xt) != default.predict(xt)) <= 0.01
     with pytest.raises(ValueError, match="two classes"):
         fit_logistic_regression(x, np.zeros(len(x)))
 
