@@ -5,9 +5,14 @@ import pytest
 import torch
 
 from paperzoo.data import holdout
-from paperzoo.experiments.coordconv import CoordConvExperiment, _accumulating_step
+from paperzoo.data.not_so_clevr import all_centres
+from paperzoo.experiments.coordconv import (
+    CoordConvExperiment,
+    _accumulating_step,
+    _max_on_hot_pixel,
+)
 from paperzoo.experiments.runner import run_experiment
-from paperzoo.models.coordconv import CoordConvPainter
+from paperzoo.models.coordconv import CoordConvPainter, CoordConvRegressor, DeconvPainter
 
 
 def test_smoke_run_writes_report(smoke_ctx):
@@ -100,3 +105,47 @@ def test_quick_scale_classifier_generalises_to_the_held_out_quadrant(tmp_path):
     model, _ = exp.fit_classifier("quadrant", "coordconv", train, val, cfg, ctx)
     with ctx.final_evaluation():
         assert _classification_acc(model, test) >= 0.99
+
+
+@pytest.mark.parametrize(("switch", "tracked"), [(0, 0), (2, 2), (None, 4)])
+def test_deconv_batch_norms_freeze_their_running_stats_at_the_switch(smoke_ctx, switch, tracked):
+    """From step ``running_stats_from`` on, the deconv's batch norms normalise with their running
+    statistics and stop updating them (4 steps; the switch at 0, 2, never)."""
+    exp = CoordConvExperiment()
+    torch.manual_seed(0)
+    model = DeconvPainter()
+    coords, target = torch.rand(16, 2) * 2 - 1, torch.randint(0, 64 * 64, (16,))
+
+    def loss_fn(m, batch):
+        return torch.nn.functional.cross_entropy(m(batch[0]).flatten(1), batch[1])
+
+    exp._train(
+        f"bn-switch-{switch}", model, (coords, target), loss_fn, lambda m: {"val": 0.0},
+        steps=4, lr=1e-3, batch_size=8, cfg=exp.config("smoke"), ctx=smoke_ctx,
+        running_stats_from=switch,
+    )  # fmt: skip
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert [int(m.num_batches_tracked) for m in norms] == [tracked] * len(norms)
+    if switch == 0:
+        assert all(torch.equal(m.running_mean, torch.zeros_like(m.running_mean)) for m in norms)
+
+
+def test_max_on_hot_pixel_tells_where_the_max_pool_reads():
+    """1.0 when the hot pixel's response dominates every map, 0.0 when the coordinate ramp
+    does (the hot pixel then gets no gradient through the max pool)."""
+    centres = all_centres()[::37]
+    model = CoordConvRegressor()
+    convs = [m for m in model.net if isinstance(m, torch.nn.Conv2d)]
+    with torch.no_grad():
+        for conv in convs:
+            conv.weight.zero_()
+            conv.bias.zero_()
+            n = min(conv.in_channels, conv.out_channels, 3)
+            k = conv.kernel_size[0] // 2
+            conv.weight[range(n), range(n), k, k] = 1.0  # channels 0-2 (x, i, j) pass through
+        convs[-1].weight[:, 0, 1, 1] = 10.0  # the hot pixel dominates both outputs
+    assert _max_on_hot_pixel(model, centres) == 1.0
+    with torch.no_grad():
+        convs[-1].weight[:, 0, 1, 1] = 0.0
+        convs[-1].weight[:, 1, 1, 1] = 1.0  # only the row ramp: the maximum sits on the last row
+    assert _max_on_hot_pixel(model, centres) < 0.1

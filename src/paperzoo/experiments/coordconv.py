@@ -32,18 +32,35 @@ the held-out quadrant while diagnosing, so the step count of 1,000 was chosen kn
 behaviour (the only such choice; nothing else here was selected on test data). The paper trained this model for 50
 epochs (about 7,500 steps) at a constant step size.
 
+Why the quick deconv baseline normalises with its running batch-norm statistics for the second
+half of its steps (``deconv_running_stats_from`` = 0.5; docs/coordconv.md has the numbers). Its
+input is the 1x1x2 map (i, j), so its first batch norm normalises channels that are linear in
+(i, j) over the batch's 32 coordinate pairs: in training mode the net sees each position relative
+to the batch's mean position and spread, which move from batch to batch by about
+16 px / sqrt(32) ~ 3 px (16 px: the standard deviation of a uniform position on 56 pixels). It
+cannot place a single pixel under that noise; its eval-mode map (running statistics) sharpens
+only as the noise averages out over many epochs (the authors trained 1,000). Measured on
+validation data (seed 100, uniform split, 1,500 steps of batch 32): training accuracy 0.40 with
+batch statistics, 0.67 with the running ones; step sizes 0.001 / 0.003 / 0.01 gave 0.51 / 0.69 /
+0.67; batch 128 for 750 steps (twice the examples, twice the time) 0.93. Freezing the running
+statistics at step 750, so that the last 750 steps train the function that is evaluated, fitted
+at no extra cost: training accuracy 0.99 (validation 0.92) on the uniform split, 1.00 (0.97) on
+the quadrant split; seeds 101-103 in docs/coordconv.md. The value 0.5 is the only one tried. The
+full scale keeps the authors' batch statistics throughout.
+
 The deconv findings (test accuracy in the held-out quadrant, on the uniform split, and CoordConv's
 margin there) are about a net that fits its training points and still fails on the test points.
-When the deconv net did not fit (training accuracy below ``_FIT_ACC``, as at quick scale, where it
-gets 1,500 of the authors' ~60,000 steps) they are not measured, so their verdict fails as "not
-measured"; the raw numbers go to ``details.extra`` and a note says why (docs/coordconv.md).
+When the deconv net did not fit (training accuracy below ``_FIT_ACC``) they are not measured, so
+their verdict fails as "not measured"; the raw numbers go to ``details.extra`` and a note says
+why.
 
 Deviations (documented; none changes what is measured): inputs scaled to [-1, 1] (the authors fed
 pixel indices to the painters); a validation split held out of each training split; the
 regression targets are the authors' normalised locations (pixel / 64) and its error is the
 root-mean-square Euclidean distance in pixels; quick-scale step counts are far below the
 paper's (it trained the deconv nets for 1,000 epochs with a step decay, the CoordConv models for
-50-100 epochs) and every model is trained with Adam and a cosine decay of the step size.
+50-100 epochs) and every model is trained with Adam and a cosine decay of the step size; at quick
+scale the deconv's batch norms use their running statistics for the second half of training.
 """
 
 from __future__ import annotations
@@ -94,6 +111,9 @@ class CoordConvConfig:
     deconv_steps: int  # deconv baseline steps (per split)
     deconv_batch_size: int  # its minibatch (paper's grid: 16, 32)
     deconv_lr: float  # its peak Adam step size (paper's grid: 1e-3 .. 5e-2)
+    # share of the deconv steps after which its batch norms normalise with their running
+    # statistics instead of the batch's (1.0: never, as the authors; see the module doc)
+    deconv_running_stats_from: float
     reg_steps: int  # steps of the CoordConv regressor and of its convolutional twin
     reg_lr: float  # their peak Adam step size (paper: 1e-2)
     conv_reg_steps: int  # steps of the authors' conventional regressor
@@ -102,6 +122,17 @@ class CoordConvConfig:
     val_fraction: float  # share of each training split held out as validation data
     eval_every: int  # steps between validation evaluations (learning curves)
     eval_limit: int | None = None  # evaluate on at most this many examples (None: all)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.deconv_running_stats_from <= 1.0:
+            raise ValueError(
+                f"deconv_running_stats_from must be in [0, 1], got {self.deconv_running_stats_from}"
+            )
+
+    @property
+    def deconv_frozen_step(self) -> int:
+        """The deconv step from which its batch norms use their running statistics."""
+        return round(self.deconv_running_stats_from * self.deconv_steps)
 
 
 _CLAIMS = (
@@ -184,6 +215,23 @@ def _rmse_px(model: nn.Module, centres: Tensor) -> float:
     return err.pow(2).sum(1).mean().sqrt().item()
 
 
+def _max_on_hot_pixel(model: CoordConvRegressor, centres: Tensor) -> float:
+    """Share of (image, output) pairs whose global maximum lies within the 5x5 receptive field
+    of the two 3x3 convolutions around the hot pixel, i.e. where the max pool's gradient can
+    reach the weights that read the hot pixel."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            maps = torch.cat([model.maps(onehot_images(c)) for c in centres.split(128)])
+    finally:
+        model.train(was_training)
+    idx = maps.flatten(2).argmax(2)  # (N, 2, H, W) -> (N, 2) flat pixel index
+    rows, cols = idx // CANVAS, idx % CANVAS
+    near = ((rows - centres[:, :1]).abs() <= 2) & ((cols - centres[:, 1:]).abs() <= 2)
+    return near.float().mean().item()
+
+
 def _mean_iou(model: nn.Module, centres: Tensor) -> float:
     pred = predict(model, scale_coords(centres), batch_size=16) > 0  # logit > 0 <=> p > 0.5
     true = square_images(centres) > 0.5
@@ -211,6 +259,13 @@ def _accumulating_step(
     return step
 
 
+def _use_running_stats(model: nn.Module) -> None:
+    """Batch norms in eval mode: normalise with (and stop updating) the running statistics."""
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.eval()
+
+
 def _carve_validation(
     split: NotSoClevrSplit, fraction: float, generator: torch.Generator
 ) -> tuple[Tensor, Tensor]:
@@ -230,19 +285,21 @@ class CoordConvExperiment(Experiment):
     configs = {
         "smoke": CoordConvConfig(
             cls_steps=4, uniform_cls_steps=4, render_steps=4, batch_size=8, micro_batch=4, lr=1e-2,
-            deconv_steps=4, deconv_batch_size=8, deconv_lr=1e-3,
+            deconv_steps=4, deconv_batch_size=8, deconv_lr=1e-3, deconv_running_stats_from=0.5,
             reg_steps=4, reg_lr=1e-2, conv_reg_steps=4, conv_reg_lr=1e-3, reg_batch_size=8,
             val_fraction=0.1, eval_every=2, eval_limit=16,
         ),
         "quick": CoordConvConfig(
             cls_steps=1000, uniform_cls_steps=300, render_steps=300, batch_size=16, micro_batch=4,
             lr=1e-2, deconv_steps=1500, deconv_batch_size=32, deconv_lr=1e-2,
+            deconv_running_stats_from=0.5,
             reg_steps=300, reg_lr=1e-2, conv_reg_steps=1000, conv_reg_lr=1e-2, reg_batch_size=32,
             val_fraction=0.1, eval_every=250, eval_limit=None,
         ),
         "full": CoordConvConfig(
             cls_steps=7500, uniform_cls_steps=7500, render_steps=7500, batch_size=16,
             micro_batch=4, lr=1e-2, deconv_steps=60000, deconv_batch_size=32, deconv_lr=1e-2,
+            deconv_running_stats_from=1.0,
             reg_steps=7000, reg_lr=1e-2, conv_reg_steps=7000, conv_reg_lr=1e-2,
             reg_batch_size=32, val_fraction=0.1, eval_every=1000, eval_limit=None,
         ),
@@ -262,8 +319,13 @@ class CoordConvExperiment(Experiment):
         cfg: CoordConvConfig,
         ctx: RunContext,
         micro_batch: int | None = None,
+        running_stats_from: int | None = None,
     ) -> History:
         """Adam with a cosine decay of the step size to zero over ``steps``.
+
+        ``running_stats_from``: from this step on, the batch norms normalise with their running
+        statistics (frozen there) instead of each batch's, i.e. they train the function that is
+        evaluated (``None``: batch statistics throughout).
 
         ``micro_batch``: compute each step's gradient in chunks of this many examples and sum
         them (the same gradient as the whole batch, up to float rounding; only for models
@@ -275,6 +337,16 @@ class CoordConvExperiment(Experiment):
         step_fn: Callable[[nn.Module, Any], Any] = loss_fn
         if micro_batch is not None and micro_batch < batch_size:
             step_fn = _accumulating_step(loss_fn, optimizer, micro_batch)
+        manual = step_fn is not loss_fn
+        if running_stats_from is not None:
+            inner, switch = step_fn, running_stats_from
+
+            def frozen_stats_step(model: nn.Module, batch: Any) -> Any:
+                if trainer.step >= switch:  # after the trainer's model.train()
+                    _use_running_stats(model)
+                return inner(model, batch)
+
+            step_fn = frozen_stats_step
         tc = TrainConfig(
             steps=steps,
             batch_size=batch_size,
@@ -293,7 +365,7 @@ class CoordConvExperiment(Experiment):
             eval_fn=eval_fn,
             device=ctx.device,
             out_dir=ctx.out_dir / "runs" / tag,
-            manual=step_fn is not loss_fn,
+            manual=manual,
         )
         hist = trainer.fit(data, resume=True)
         model.cpu()
@@ -344,6 +416,7 @@ class CoordConvExperiment(Experiment):
             cfg=cfg,
             ctx=ctx,
             micro_batch=cfg.micro_batch if coordconv else None,  # the deconv has batch norm
+            running_stats_from=None if coordconv else cfg.deconv_frozen_step,
         )
         return model, hist
 
@@ -425,6 +498,11 @@ class CoordConvExperiment(Experiment):
         twin_spread = (twin_pred.amax(0) - twin_pred.amin(0)).max().item()  # pixels
         extra["quadrant.regression.conv_twin.prediction_spread_px"] = twin_spread
         m["quadrant.regression.conv_twin.position_invariant"] = twin_spread < 1e-3
+        coordconv_reg = regressors["coordconv"]
+        assert isinstance(coordconv_reg, CoordConvRegressor)
+        extra["quadrant.regression.coordconv.max_on_hot_pixel"] = _max_on_hot_pixel(
+            coordconv_reg, _limit(quad_train, lim)
+        )
 
         # -- Sec. 4.3: supervised rendering (quadrant split) ---------------------------------
         def render_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
@@ -501,13 +579,19 @@ class CoordConvExperiment(Experiment):
             DataInfo(f"not-so-clevr-{k}", "generated", len(train[k]), len(d[0].test))
             for k, d in data.items()
         ]
+        bn_note = (
+            f"batch norms with batch statistics for {cfg.deconv_frozen_step} steps, then with "
+            "their running statistics, frozen"
+            if cfg.deconv_frozen_step < cfg.deconv_steps
+            else "batch norms with batch statistics throughout"
+        )
         notes = [
             f"Parameters: {', '.join(f'{k} {v:,}' for k, v in params.items())}.",
             f"Steps: CoordConv classification {cfg.cls_steps} (quadrant) / "
             f"{cfg.uniform_cls_steps} (uniform), rendering {cfg.render_steps} (batch "
             f"{cfg.batch_size}, peak step size {cfg.lr}); deconv {cfg.deconv_steps} per split "
-            f"(batch {cfg.deconv_batch_size}, {cfg.deconv_lr}); CoordConv regressor and its "
-            f"twin {cfg.reg_steps} ({cfg.reg_lr}), conv regressor {cfg.conv_reg_steps} "
+            f"(batch {cfg.deconv_batch_size}, {cfg.deconv_lr}; {bn_note}); CoordConv regressor "
+            f"and its twin {cfg.reg_steps} ({cfg.reg_lr}), conv regressor {cfg.conv_reg_steps} "
             f"({cfg.conv_reg_lr}), batch {cfg.reg_batch_size}; Adam with cosine decay.",
             f"Validation: {cfg.val_fraction:.0%} of each training split held out (seeded); the "
             "learning curves are measured on it, test data only in the final evaluation.",
@@ -536,13 +620,24 @@ class CoordConvExperiment(Experiment):
                 "generalise that the paper shows (the authors trained it for 1,000 epochs), so "
                 "the findings built on it are not measured."
             )
+        uniform_deconv = m["uniform.classification.deconv.test_acc"]
+        if uniform_deconv is not None and uniform_deconv > 0.95:
+            notes.append(
+                f"The fitted deconv baseline interpolates on the uniform split (test accuracy "
+                f"{uniform_deconv:.3f} > 0.95): the paper's failure there (about 86 %) is not "
+                "reproduced."
+            )
         reg_fit = extra["quadrant.regression.coordconv.train_rmse_px"]
         twin_fit = extra["quadrant.regression.conv_twin.train_rmse_px"]
         if reg_fit > 0.5 * twin_fit:
+            on_hot = extra["quadrant.regression.coordconv.max_on_hot_pixel"]
             notes.append(
-                f"The CoordConv regressor (global max-pool read-out) did not train: its training "
-                f"RMSE {reg_fit:.2f} px is close to that of its coordinate-blind twin "
-                f"({twin_fit:.2f} px, a constant prediction)."
+                f"The CoordConv regressor (global max-pool read-out) did not train: training "
+                f"RMSE {reg_fit:.2f} px against {twin_fit:.2f} px for its coordinate-blind twin, "
+                f"which can only predict a constant. Its maps' maximum lies at the hot pixel for "
+                f"{on_hot:.1%} of the training images and outputs; elsewhere it sits where the "
+                "coordinate ramp is largest, and the max pool's gradient does not reach the "
+                "weights that read the hot pixel."
             )
         if lim is not None:
             notes.append(f"Evaluated on at most {lim} examples per split (scale {ctx.scale}).")

@@ -181,11 +181,15 @@ class CoordConvRegressor(nn.Module):
         self.net = nn.Sequential(*layers)
         _he_normal_(self)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def maps(self, x: Tensor) -> Tensor:
+        """The two output maps before the global max pool. (B, 1, H, W) -> (B, 2, H, W)"""
         if self.add_coords is not None:
             x = self.add_coords(x)  # (B, 1 + 2 (+1), H, W)
         x = x.contiguous(memory_format=torch.channels_last)  # faster convolutions on a CPU
-        return self.net(x).amax(dim=(2, 3))  # (B, 2, H, W) -> (B, 2): global max pool
+        return self.net(x)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.maps(x).amax(dim=(2, 3))  # (B, 2, H, W) -> (B, 2): global max pool
 
 
 class ConvRegressor(nn.Module):
