@@ -37,8 +37,8 @@ same boosted trees), 1e-3 for BetaVAE fast (5 of the 5,000 evaluation points), 1
 (liblinear stops at its tolerance, ours solves exactly) and for DCI batched / 256 bins (ties
 decided differently). The totals sum rows: "all six" the defaults, "all, batched" with DCI
 batched, "all, fast" with BetaVAE fast and DCI 256 bins, "all but DCI" the defaults without
-DCI; a total's check is the largest |difference| / tolerance of its rows (<= 1: all within),
-every row's difference listed.
+DCI; a total's check is the largest absolute difference / tolerance of its rows (<= 1: all
+within), every row's difference listed.
 """
 
 from __future__ import annotations
@@ -425,7 +425,9 @@ def run(n: int, trees: int, threads: int) -> list[dict]:
             anchor="reference",
             unit="s, summed",
             agreed=agreement(
-                f"largest |difference| / tolerance over the summed rows: {listed}", worst, 1.0
+                f"largest absolute difference / tolerance over the summed rows ({listed})",
+                worst,
+                1.0,
             ),
             rows=parts,
         )
