@@ -15,7 +15,9 @@ Files whose name starts with ``_`` are not run by ``paperzoo bench``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -117,3 +119,34 @@ def add_common_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--quick", action="store_true", help="tiny sizes, to test the plumbing (not for timing)"
     )
+
+
+def matmul_peak(n: int = 1024, reps: int = 10) -> float:
+    """GFLOP/s of a dense fp32 n x n matmul (median of ``reps``): the machine's practical peak at
+    the threads in effect, against which convolutional benchmarks report their fraction."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    for _ in range(2):
+        a @ b
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def time_interleaved(
+    steppers: Mapping[str, Callable[[], object]], rounds: int, reps: int | Mapping[str, int] = 1
+) -> dict[str, list[float]]:
+    """Seconds per call of every contender, ``rounds`` times, interleaved: each round calls every
+    contender ``reps`` times (or ``reps[name]``) in turn, so load changes on a shared machine hit
+    them alike, and records its mean time per call in that round."""
+    times: dict[str, list[float]] = {k: [] for k in steppers}
+    for _ in range(rounds):
+        for name, step in steppers.items():
+            n = reps if isinstance(reps, int) else reps[name]
+            t = time.perf_counter()
+            for _ in range(n):
+                step()
+            times[name].append((time.perf_counter() - t) / n)
+    return times

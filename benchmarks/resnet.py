@@ -26,22 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from _common import apply_quick, result, row
+from _common import apply_quick, matmul_peak, result, row
 from paperzoo.models import create_model
 from paperzoo.utils import count_macs
-
-
-def matmul_peak(n: int = 1024, reps: int = 10) -> float:
-    """GFLOP/s of a dense fp32 n x n matmul (median of ``reps``)."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    for _ in range(2):
-        a @ b
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * n**3 / statistics.median(times) / 1e9
 
 
 def make_step(name: str, mode: str, batch: int) -> tuple[Callable[[], None], float]:

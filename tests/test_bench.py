@@ -186,3 +186,31 @@ def test_table_marks_failed_checks_skipped_and_failed_benchmarks():
     assert "| x | w | p | q | 0.50 | **no**: outputs, max diff 5.0e-01 (tol 1e-06) |" in out
     assert "- y: skipped: lib is not installed" in out and "- z: RuntimeError: boom" in out
     assert "say nothing about speed" not in out
+
+
+def test_conv_layout_builds_every_quick_path_and_checks_both_layouts(capsys):
+    """conv_layout at its --quick sizes (batch 2, one round): one row per quick-scale path, each
+    with the two layouts' agreement check, the fraction of peak of both and the float64 errors
+    (no timing is asserted)."""
+    threads = torch.get_num_threads()
+    try:
+        out = cli._bench_run(REAL / "conv_layout.py", ["--quick", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    rows = out["rows"]
+    experiments = {r["experiment"] for r in rows}
+    assert experiments == {
+        "resnet", "coordconv", "obfuscated-gradients", "wrm", "gat", "disentanglement", "perceiver"
+    }  # fmt: skip
+    assert {r["scale"] for r in rows} == {"quick"}
+    assert len({r["workload"] for r in rows}) == len(rows)
+    for r in rows:
+        assert (r["ours"], r["anchor"]) == ("channels_last", "contiguous") and r["batch"] == 2
+        assert r["agreed"]["tol"] == 1e-3 and r["agreed"]["max_diff"] >= 0
+        assert set(r["peak_fraction"]) == {"contiguous", "channels_last"} and r["macs_per_step"] > 0
+        assert r["ratio"] == pytest.approx(r["values"]["contiguous"] / r["values"]["channels_last"])
+        if r["float64_error"] is not None:
+            assert set(r["float64_error"]) == {"contiguous", "channels_last"}
+    # the dropout and VAE objectives draw dtype-dependent random numbers: no float64 reference
+    no_f64 = {"dropout", "vae beta_vae", "vae factor_vae"}
+    assert all((r["float64_error"] is None) == (r["path"] in no_f64) for r in rows)
