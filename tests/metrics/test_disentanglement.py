@@ -368,6 +368,20 @@ def test_newton_logistic_regression_is_scikit_learns_optimum(classes, n) -> None
         fit_logistic_regression(x, np.zeros(len(x)))
 
 
+def test_newton_logistic_regression_says_when_it_stops_early(caplog) -> None:
+    from paperzoo.metrics.disentanglement.logistic import fit_logistic_regression
+
+    rng = np.random.default_rng(12)
+    x, y = rng.normal(size=(500, 3)), rng.integers(0, 3, size=500)
+    with caplog.at_level("WARNING", logger="paperzoo.metrics.disentanglement.logistic"):
+        fit_logistic_regression(x, y, max_iter=1)
+    assert "stopped at gradient" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="paperzoo.metrics.disentanglement.logistic"):
+        fit_logistic_regression(x, y)
+    assert caplog.text == ""
+
+
 def test_beta_vae_fast_mode_agrees_with_the_default() -> None:
     from paperzoo.metrics.disentanglement.beta_vae import beta_vae_score_from_features
 

@@ -17,9 +17,12 @@ boundary (measured in docs/disentanglement.md and checked by the benchmark and t
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 
 class LogisticModel(NamedTuple):
@@ -84,8 +87,10 @@ def fit_logistic_regression(
     theta = inv = None
     sub = slice(None, None, _WARM_STRIDE)
     if len(x) >= _WARM_MIN and len(np.unique(yi[sub])) == k:
-        theta, inv = _newton(x[sub], yi[sub], k, lam, None, None, 1e-6, max_iter)
-    theta, _ = _newton(x, yi, k, lam, theta, inv, tol, max_iter)
+        theta, inv, _ = _newton(x[sub], yi[sub], k, lam, None, None, 1e-6, max_iter)
+    theta, _, g_max = _newton(x, yi, k, lam, theta, inv, tol, max_iter)
+    if g_max > tol:  # scikit-learn warns (ConvergenceWarning) in the same situation
+        log.warning("logistic regression stopped at gradient %.1e > tol %.1e", g_max, tol)
     d = x.shape[1]
     return LogisticModel(classes, theta[:, :d].copy(), theta[:, d].copy())
 
@@ -99,14 +104,15 @@ def _newton(
     inv: np.ndarray | None,
     tol: float,
     max_iter: int,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray | None, float]:
     """Damped Newton steps on labels 0..k-1 with penalty ``lam``, from ``theta`` (None: zeros)
     with the inverse Hessian ``inv`` (None: formed here); the Hessian is formed again whenever
     a step reduced the largest gradient entry by less than half.
 
     Returns:
         the parameters (t, D+1), one row per free class with the intercept last; the inverse
-        Hessian last used (None if no step was taken).
+        Hessian last used (None if no step was taken); the largest gradient entry at the end
+        (0 where the line search found no decrease at rounding level: converged).
     """
     n, d = x.shape
     binary = k == 2
@@ -127,13 +133,13 @@ def _newton(
         return float(loss), p
 
     f, p = objective(theta)
-    last = np.inf  # the largest gradient entry before the last step
-    for _ in range(max_iter):
+    last = g_max = np.inf  # the largest gradient entry before the last step, and now
+    for steps in range(max_iter + 1):
         q = p[k - t :]  # (t, N) probabilities of the free classes
         g = ((q - onehot[k - t :]) @ xt.T) / n  # (t, D+1)
         g[:, :d] += lam * theta[:, :d]
         g_max = float(np.max(np.abs(g)))
-        if g_max <= tol:
+        if g_max <= tol or steps == max_iter:
             break
         if inv is None or g_max > 0.5 * last:
             inv = hessian(q)
@@ -148,10 +154,11 @@ def _newton(
                 break
             size *= 0.5
         else:
-            break  # no decrease at rounding level: converged
+            g_max = 0.0  # no decrease at rounding level: converged
+            break
         theta = theta + size * step
         f, p = f_new, p_new
-    return theta, inv
+    return theta, inv, g_max
 
 
 class _HessianInverse:
