@@ -125,8 +125,8 @@ def beta_vae_score_from_features(
     Args:
         solver: "lbfgs" (default): scikit-learn's ``LogisticRegression()``, as disentanglement_lib
             (L-BFGS stopped at a gradient of 1e-4). "newton": the same objective solved to
-            convergence by Newton's method (``paperzoo.metrics.disentanglement.logistic``), about
-            6x faster; predictions differ only for points within L-BFGS's tolerance of a
+            convergence by Newton's method (``paperzoo.metrics.disentanglement.logistic``), 6-15x
+            faster at the study's sizes; predictions differ only for points within L-BFGS's tolerance of a
             decision boundary (the benchmark and docs/disentanglement.md report the difference).
     """
     if solver == "newton":
@@ -161,7 +161,8 @@ def beta_vae_score(
             encoded in the order of the previous releases (identical values). True: the same
             classifier solved to convergence by Newton's method (``solver="newton"``) and each
             batch of second observations encoded right after its first ones (``interleave``), so
-            no codes are stored: about 10x the reference loop's speed instead of 3x. Predictions
+            no codes are stored: 13-18x the reference loop's speed instead of 2-4x (``paperzoo
+            bench metrics``, one thread, a loaded machine). Predictions
             differ only within L-BFGS's stopping tolerance of a decision boundary, and renderers
             that draw from ``rng`` get other (equally distributed) draws; the difference is
             measured in docs/disentanglement.md and by ``paperzoo bench metrics``.
