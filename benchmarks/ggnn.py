@@ -22,7 +22,12 @@ Contenders, timed interleaved in one run:
 
     python benchmarks/ggnn.py [--reps N] [--threads T] [--max-nodes N] [--quick]
 
-Rows for ``paperzoo bench --json`` (median seconds per forward + backward; ratio anchor / ours):
+Timing: the median over ``--reps`` interleaved repetitions of one forward + backward. At one
+thread it is the CPU time of the thread (all of every contender's work runs in it; on a shared
+machine wall time also counts the waits for a core, which made single runs swing by 2x here),
+otherwise wall time; the rows' ``unit`` says which.
+
+Rows for ``paperzoo bench --json`` (ratio anchor / ours):
 ours-tied against pyg-bi (both given edge lists), ours-tied-plan against PyG's faster path
 (edge list or CSR, whichever measured faster in this run; the values hold both), the same two
 for ours, ours against dense; and the memory of ours-tied and ours against pyg-bi and
@@ -136,12 +141,23 @@ def _random_graph(n: int, degree: int = 4, k: int = 4) -> tuple[Tensor, Tensor, 
     return x, torch.randint(n, (2, e), generator=g), torch.randint(k, (e,), generator=g), k
 
 
+def _clock() -> tuple[Callable[[], float], str]:
+    """The timer and the unit of the rows. At one thread every contender runs all its work in
+    this thread, so its CPU time measures the work and, unlike wall time, does not count the
+    time the thread waited for a core on a shared machine; with more threads, wall time."""
+    if torch.get_num_threads() == 1:
+        return time.thread_time, "median CPU s of the one thread per forward + backward"
+    return time.perf_counter, "median wall s per forward + backward"
+
+
 def _fwd_bwd(model: nn.Module, call: Callable[[], Tensor]) -> Callable[[], float]:
+    clock = _clock()[0]
+
     def run() -> float:
         model.zero_grad(set_to_none=True)
-        t0 = time.perf_counter()
+        t0 = clock()
         call().square().mean().backward()
-        return time.perf_counter() - t0
+        return clock() - t0
 
     return run
 
@@ -246,6 +262,7 @@ def bench(
 
 
 def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
+    unit = _clock()[1]
     out = []
     for r in rows:
         med: dict[str, float] = r["_seconds"]  # type: ignore[assignment]
@@ -264,7 +281,7 @@ def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
                     {ours: med[ours], "pyg-bi": med["pyg-bi"]},
                     ours=ours,
                     anchor="pyg-bi",
-                    unit="median s per forward + backward",
+                    unit=unit,
                     note=note,
                     saved_mib={ours: mem[ours], "pyg-bi": mem["pyg-bi"]},
                     **common,
@@ -281,7 +298,7 @@ def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
                     },
                     ours=planned,
                     anchor=fastest,
-                    unit="median s per forward + backward",
+                    unit=unit,
                     note=note + "; " + CSR_NOTE,
                     saved_mib={planned: mem[planned], fastest: mem[fastest]},
                     **common,
@@ -306,7 +323,7 @@ def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
                     {"ours": med["ours"], "dense": med["dense"]},
                     ours="ours",
                     anchor="dense",
-                    unit="median s per forward + backward",
+                    unit=unit,
                     agreed=r["_dense_agreed"],  # type: ignore[arg-type]
                     **common,
                 )
