@@ -211,16 +211,25 @@ def test_rejects_bad_inputs() -> None:
         prop(torch.zeros(3, 3), torch.tensor([[0], [1]]), torch.tensor([0]))
     with pytest.raises(ValueError, match="annotation_dim"):
         GatedGraphPropagation(state_dim=2, annotation_dim=3, num_edge_types=1)
-    with pytest.raises(ValueError, match="refers to node 3"):
+    with pytest.raises(ValueError, match="node ids outside"):
         prop(x, torch.tensor([[0], [3]]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="node ids outside"):
+        prop(x, torch.tensor([[-1], [1]]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="edge_type has values outside"):
+        prop(x, torch.tensor([[0], [1]]), torch.tensor([2]))
+    ei, et = torch.tensor([[0], [1]]), torch.tensor([0])
+    no_edges = (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long))
+    # 4 slots like prop's 2 types x 2 directions, but another layout; then 2 slots.
+    tied = GatedGraphPropagation(
+        state_dim=4, annotation_dim=2, num_edge_types=4, tie_directions=True
+    )
+    with pytest.raises(ValueError, match="tied=True"):
+        prop(x, ei, et, plan=tied.plan(*no_edges, 3))
     other = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=1)
-    with pytest.raises(ValueError, match="slots"):
-        prop(
-            x,
-            torch.tensor([[0], [1]]),
-            torch.tensor([0]),
-            plan=other.plan(x.new_zeros(2, 0).long(), None, 3),
-        )
+    with pytest.raises(ValueError, match="2 slots"):
+        prop(x, ei, et, plan=other.plan(no_edges[0], None, 3))
+    with pytest.raises(ValueError, match="4 nodes"):
+        prop(x, ei, et, plan=prop.plan(*no_edges, 4))
 
 
 def test_pooling_helpers() -> None:

@@ -57,6 +57,7 @@ class PropagationPlan:
 
     num_nodes: int
     slots: int  # (direction, type) slots per node
+    tied: bool  # built for tied directions (with ``slots``, this fixes the layout)
     transform_first: bool  # messages h W before the sums (else the sums first)
     adj: Tensor  # CSR: sums per slot (N*slots, N), or per direction (N*dirs, N*slots)
     adj_t: Tensor  # CSR: its transpose, for the backward pass
@@ -187,7 +188,8 @@ class GatedGraphPropagation(nn.Module):
     Shapes:
         x: (N, A); edge_index: (2, E); edge_type: (E,) -> (N, D)
 
-    The backward pass is written by hand (see the module docstring): gradients of gradients are
+    ``forward(..., plan=self.plan(edge_index, edge_type, N))`` skips building the graph's sparse
+    matrices (edge_index and edge_type are then not read). The backward pass is written by hand (see the module docstring): gradients of gradients are
     not supported.
     """
 
@@ -255,8 +257,11 @@ class GatedGraphPropagation(nn.Module):
         """
         _check_graph(edge_index, edge_type, self.num_edge_types)
         k, n, slots = self.num_edge_types, num_nodes, self.slots
-        if edge_index.numel() and int(edge_index.max()) >= n:
-            raise ValueError(f"edge_index refers to node {int(edge_index.max())}, but N = {n}")
+        if edge_index.numel() and not 0 <= int(edge_index.min()) <= int(edge_index.max()) < n:
+            raise ValueError(f"edge_index has node ids outside [0, {n})")
+        if edge_type is not None and edge_type.numel():
+            if not 0 <= int(edge_type.min()) <= int(edge_type.max()) < k:
+                raise ValueError(f"edge_type has values outside [0, {k})")
         src, dst = edge_index[0], edge_index[1]
         etype = torch.zeros_like(src) if edge_type is None else edge_type
         # An edge u -> v of type t sends h_u to slot (v, in, t) and h_v to slot (u, out, t).
@@ -277,7 +282,9 @@ class GatedGraphPropagation(nn.Module):
         # One tied edge type: adj is the symmetric (N, N) matrix A + A^T, its own transpose.
         symmetric = self.tie_directions and k == 1 and not self.transform_first
         adj_t = adj if symmetric else _csr(cols, rows, (shape[1], shape[0]), dtype)
-        return PropagationPlan(n, slots, self.transform_first, adj, adj_t, degree.view(n, slots))
+        return PropagationPlan(
+            n, slots, self.tie_directions, self.transform_first, adj, adj_t, degree.view(n, slots)
+        )
 
     def _weights(self, plan: PropagationPlan) -> tuple[Tensor | None, Tensor, Tensor]:
         """w_pre (D, slots*D) or None, w_a (Q, 3D) and const (N, 3D) for ``_GatedSteps``."""
@@ -314,10 +321,10 @@ class GatedGraphPropagation(nn.Module):
         n, steps = x.shape[0], self.num_steps if num_steps is None else num_steps
         if plan is None:
             plan = self.plan(edge_index, edge_type, n)
-        elif plan.num_nodes != n or plan.slots != self.slots:
+        elif (plan.num_nodes, plan.slots, plan.tied) != (n, self.slots, self.tie_directions):
             raise ValueError(
-                f"the plan is for {plan.num_nodes} nodes and {plan.slots} slots, "
-                f"x has {n} nodes and this module {self.slots} slots"
+                f"the plan is for {plan.num_nodes} nodes, {plan.slots} slots, tied={plan.tied}; "
+                f"x has {n} nodes, this module {self.slots} slots, tied={self.tie_directions}"
             )
         h = F.pad(x, (0, self.state_dim - self.annotation_dim))  # Eq. 1, (N, D)
         if steps == 0:
