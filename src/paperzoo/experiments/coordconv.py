@@ -29,8 +29,8 @@ rounding, i.e. on where a chaotic trajectory was when it was frozen. At a consta
 held-out accuracy reached 1.0 between steps 150 and 250 on every seed and stayed there; with
 1,000 steps of cosine decay every seed reached 1.0 by step 333. These curves were measured on
 the held-out quadrant while diagnosing, so the step count of 1,000 was chosen knowing test
-behaviour (the only such choice; nothing else here was selected on test data). The paper trained this model for 50
-epochs (about 7,500 steps) at a constant step size.
+behaviour (the only such choice; nothing else here was selected on test data). The paper trained
+this model for 50 epochs (about 7,500 steps) at a constant step size.
 
 Why the quick deconv baseline normalises with its running batch-norm statistics for the second
 half of its steps (``deconv_running_stats_from`` = 0.5; docs/coordconv.md has the numbers). Its

@@ -189,8 +189,8 @@ class GatedGraphPropagation(nn.Module):
         x: (N, A); edge_index: (2, E); edge_type: (E,) -> (N, D)
 
     ``forward(..., plan=self.plan(edge_index, edge_type, N))`` skips building the graph's sparse
-    matrices (edge_index and edge_type are then not read). The backward pass is written by hand (see the module docstring): gradients of gradients are
-    not supported.
+    matrices (edge_index and edge_type are then not read). The backward pass is written by hand
+    (see the module docstring): gradients of gradients are not supported.
     """
 
     def __init__(

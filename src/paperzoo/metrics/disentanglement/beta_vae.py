@@ -126,8 +126,9 @@ def beta_vae_score_from_features(
         solver: "lbfgs" (default): scikit-learn's ``LogisticRegression()``, as disentanglement_lib
             (L-BFGS stopped at a gradient of 1e-4). "newton": the same objective solved to
             convergence by Newton's method (``paperzoo.metrics.disentanglement.logistic``), 6-15x
-            faster at the study's sizes; predictions differ only for points within L-BFGS's tolerance of a
-            decision boundary (the benchmark and docs/disentanglement.md report the difference).
+            faster at the study's sizes; predictions differ only for points within L-BFGS's
+            tolerance of a decision boundary (the benchmark and docs/disentanglement.md report
+            the difference).
     """
     if solver == "newton":
         model = fit_logistic_regression(train_x, train_y)
