@@ -103,6 +103,7 @@ def train_classifier(
     log_every: int = 50,
     extra: dict[str, Extra] | None = None,
     resume: bool = False,
+    channels_last: bool = False,
 ) -> History:
     """Train ``model`` in place on ``(x, y)`` with ERM or adversarial training.
 
@@ -121,6 +122,8 @@ def train_classifier(
         extra: further state for the engine's checkpoints (e.g. a generator the model draws
             from while training).
         resume: continue from the newest checkpoint in ``out_dir`` (a finished run is loaded).
+        channels_last: the engine's ``TrainConfig.channels_last`` (the model and 4-D batches in
+            channels-last memory format; faster convolutions on CPUs, see ``bench conv_layout``).
 
     Returns:
         The engine's ``History``.
@@ -133,6 +136,7 @@ def train_classifier(
         progress=progress,
         desc=desc,
         log_every=min(log_every, max(steps, 1)),
+        channels_last=channels_last,
     )
     trainer = Trainer(
         model,

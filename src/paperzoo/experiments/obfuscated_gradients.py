@@ -154,6 +154,9 @@ class ObfuscatedConfig:
     # test examples per attack call (None: all at once); EOT repeats each call eot_samples times
     attack_batch: int | None = None
     cifar: CifarConfig | None = None  # the paper's CIFAR-10 setting (full scale only)
+    # engine option for the MNIST classifiers: channels-last memory format (1.3-1.55x faster
+    # training steps on CPU, outputs equal to 1e-6: bench conv_layout)
+    channels_last: bool = True
 
 
 def _claims() -> tuple[ClaimSpec, ...]:
@@ -477,6 +480,7 @@ class ObfuscatedGradientsExperiment(Experiment):
                 progress=ctx.progress,
                 desc=tag,
                 resume=True,
+                channels_last=cfg.channels_last,
                 **kw,
             )
             return model.eval()
