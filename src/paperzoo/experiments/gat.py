@@ -70,6 +70,9 @@ class GATExperimentConfig:
     dropout: float = 0.5  # dropout of the dropout baseline
     pgd_steps: int = 20  # PGD iterations (step eps / 4, random start), at every eps in ``eps``
     n_test: int | None = None  # evaluate on at most this many test examples
+    # engine option: the classifiers train in channels-last memory format (1.4-1.5x faster steps
+    # on CPU at quick, 1.2-1.3x at full, outputs equal to 5e-7: bench conv_layout)
+    channels_last: bool = True
 
 
 # Findings: the paper's orderings (it reports CIFAR-10/100 tables; PAPERS.md records no number
@@ -263,7 +266,8 @@ class GATExperiment(Experiment):
                 dropout=cfg.dropout if name == "dropout" else 0.0,
             )  # fmt: skip
         tc = TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, seed=ctx.seed,
-                         log_every=max(1, min(50, cfg.steps)), progress=ctx.progress, desc=name)  # fmt: skip
+                         log_every=max(1, min(50, cfg.steps)), progress=ctx.progress, desc=name,
+                         channels_last=cfg.channels_last)  # fmt: skip
         out_dir = ctx.out_dir / "runs" / name
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         generator = None
