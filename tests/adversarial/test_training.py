@@ -58,3 +58,21 @@ def test_loss_fn_mixes_clean_and_adversarial() -> None:
     assert model.training  # the attack restored train mode
     with pytest.raises(ValueError):
         adversarial_loss_fn(attack, clean_weight=1.5)
+
+
+def test_channels_last_trains_the_same_function() -> None:
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.rand(64, 2, 8, 8, generator=g), torch.randint(0, 2, (64,), generator=g)
+
+    def cnn() -> nn.Module:
+        with seeded(0):
+            return nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(144, 2))
+
+    attack = lambda m: PGD(m, eps=0.1, alpha=0.05, steps=2, random_start=False)  # noqa: E731
+    plain, fast = cnn(), cnn()
+    train_classifier(plain, x, y, attack=attack, steps=5, batch_size=16, lr=1e-2)
+    train_classifier(fast, x, y, attack=attack, steps=5, batch_size=16, lr=1e-2, channels_last=True)
+    assert fast[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert not plain[0].weight.is_contiguous(memory_format=torch.channels_last)
+    for a, b in zip(plain.parameters(), fast.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)  # same steps up to rounding
