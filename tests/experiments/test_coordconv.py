@@ -3,16 +3,23 @@ import json
 
 import pytest
 import torch
+from torch import nn
 
 from paperzoo.data import holdout
 from paperzoo.data.not_so_clevr import all_centres
+from paperzoo.engine import seeded
 from paperzoo.experiments.coordconv import (
     CoordConvExperiment,
     _accumulating_step,
     _max_on_hot_pixel,
 )
 from paperzoo.experiments.runner import run_experiment
-from paperzoo.models.coordconv import CoordConvPainter, CoordConvRegressor, DeconvPainter
+from paperzoo.models.coordconv import (
+    ConvRegressor,
+    CoordConvPainter,
+    CoordConvRegressor,
+    DeconvPainter,
+)
 
 
 def test_smoke_run_writes_report(smoke_ctx):
@@ -128,6 +135,49 @@ def test_deconv_batch_norms_freeze_their_running_stats_at_the_switch(smoke_ctx, 
     assert [int(m.num_batches_tracked) for m in norms] == [tracked] * len(norms)
     if switch == 0:
         assert all(torch.equal(m.running_mean, torch.zeros_like(m.running_mean)) for m in norms)
+
+
+def test_regressors_train_the_same_function_in_channels_last(smoke_ctx):
+    """The conventional regressor trains in channels-last format (quick and full configs) and
+    reaches the parameters of channels-first training up to float rounding."""
+    exp = CoordConvExperiment()
+    assert exp.config("quick").channels_last and exp.config("full").channels_last
+    g = torch.Generator().manual_seed(0)
+    images = torch.zeros(16, 1, 64, 64)
+    images.view(16, -1)[torch.arange(16), torch.randint(0, 64 * 64, (16,), generator=g)] = 1.0
+    target = torch.rand(16, 2, generator=g)
+
+    def loss_fn(m, batch):
+        return torch.nn.functional.mse_loss(m(batch[0]), batch[1])
+
+    models = {}
+    for layout in (False, True):
+        with seeded(0):
+            models[layout] = ConvRegressor()
+        exp._train(
+            f"layout-{layout}", models[layout], (images, target), loss_fn, lambda m: {},
+            steps=3, lr=1e-3, batch_size=8, cfg=exp.config("smoke"), ctx=smoke_ctx,
+            channels_last=layout,
+        )  # fmt: skip
+    conv = [m for m in models[True].modules() if isinstance(m, torch.nn.Conv2d)][0]
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    # Same steps up to rounding. The conv biases before batch norms are left out: their gradient
+    # is zero up to rounding, which Adam turns into steps of +-lr (the function does not change).
+    layers = list(models[False].net)
+    before_bn = {
+        f"net.{i}.bias"
+        for i in range(len(layers) - 1)
+        if isinstance(layers[i], nn.Conv2d) and isinstance(layers[i + 1], nn.BatchNorm2d)
+    }
+    assert before_bn == {"net.9.bias"}
+    for (name, a), b in zip(
+        models[False].named_parameters(), models[True].parameters(), strict=True
+    ):
+        if name not in before_bn:
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+    with torch.no_grad():  # batch statistics: the bias before the batch norm cancels
+        out = {layout: m.train()(images) for layout, m in models.items()}
+    torch.testing.assert_close(out[False], out[True], rtol=1e-4, atol=1e-5)
 
 
 def test_max_on_hot_pixel_tells_where_the_max_pool_reads():
