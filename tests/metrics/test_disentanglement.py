@@ -22,7 +22,7 @@ from paperzoo.metrics.disentanglement import (
     sap,
 )
 from paperzoo.metrics.disentanglement.dci import completeness_score, disentanglement_score
-from paperzoo.metrics.disentanglement.sap import sap_score_matrix
+from paperzoo.metrics.disentanglement.sap import sap_score_matrix, upper_envelope
 
 
 class FactorsAsObservations(GroundTruthData):
@@ -139,6 +139,26 @@ def test_sap_sanity_and_agreement_with_linear_svc(codes) -> None:
         ]
     )
     np.testing.assert_allclose(ours, ref, atol=2e-3)  # liblinear stops at tolerance 1e-4
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_upper_envelope_predicts_the_argmax_of_the_lines(ties) -> None:
+    """SAP's one-vs-rest prediction on one latent, argmax_c (w_c x + b_c), read off the upper
+    envelope equals np.argmax over all classes, also with equal slopes or intercepts (first class
+    wins) and all slopes zero."""
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        k = int(rng.integers(3, 41))
+        w, b = rng.normal(size=k), rng.normal(size=k)
+        if ties:
+            w, b = np.round(w, 1), np.round(b, 1)
+            if trial % 5 == 0:
+                w[:] = 0.0
+        x = rng.normal(size=400) * 3
+        breaks, winners = upper_envelope(w, b)
+        assert len(winners) == len(breaks) + 1 <= k and np.all(np.diff(breaks) >= 0)
+        expected = np.argmax(x[:, None] * w[None, :] + b[None, :], axis=1)
+        np.testing.assert_array_equal(winners[np.searchsorted(breaks, x)], expected)
 
 
 def test_interventional_scores_sanity_and_determinism() -> None:

@@ -10,8 +10,11 @@ with the bias as a regularised feature (intercept_scaling 1), one-vs-rest for mo
 classes (positives weighted C * w_c, negatives C) and one problem for two classes -- but all of
 a latent's problems at once: on one feature the active set of the squared hinge is a prefix or
 suffix of the sorted samples, so each generalised-Newton iteration needs only prefix sums and a
-binary search. The solutions agree with liblinear's up to its stopping tolerance (1e-4), so the
-predictions, and the score, agree except for test points within that tolerance of a boundary.
+binary search. Prediction is cheap for the same reason: a latent's K one-vs-rest scores are K
+lines in its value, so their argmax is read off the lines' upper envelope (``upper_envelope``;
+one binary search per test point instead of K scores). The solutions agree with liblinear's up
+to its stopping tolerance (1e-4), so the predictions, and the score, agree except for test points
+within that tolerance of a boundary.
 
 For continuous factors S_ij = cov(z_i, v_j)^2 / (var(z_i) var(v_j)).
 """
@@ -138,6 +141,38 @@ class _Problems:
         return w, b
 
 
+def upper_envelope(w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The classes that win ``argmax_c (w_c x + b_c)`` on the real line, left to right.
+
+    On one feature every class's score is a line, so the winner is the upper envelope of K lines:
+    at most K intervals, the slopes increasing from left to right. Lines with equal slopes keep
+    the largest intercept (equal intercepts: the lowest class, as ``np.argmax``).
+
+    Returns:
+        breaks (R-1,) ascending, winners (R,): class ``winners[r]`` wins on
+        ``breaks[r-1] < x <= breaks[r]`` (the score ties at a break; ``np.argmax`` there picks the
+        lower class, this the left one: the two differ only at the break, where the score is tied).
+
+    Shapes:
+        w (K,), b (K,) -> (R-1,), (R,) with R <= K
+    """
+    order = np.lexsort((np.arange(len(w)), -b, w))  # slope ascending, then intercept descending
+    hull: list[int] = []
+    for c in order.tolist():
+        if hull and w[hull[-1]] == w[c]:
+            continue  # same slope, lower (or equal, later class) intercept: never the winner
+        while len(hull) >= 2:  # the last line loses everywhere if c overtakes it before it wins
+            a, m = hull[-2], hull[-1]
+            if (b[a] - b[c]) * (w[m] - w[a]) <= (b[a] - b[m]) * (w[c] - w[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(c)
+    h = np.array(hull)
+    breaks = (b[h[:-1]] - b[h[1:]]) / (w[h[1:]] - w[h[:-1]])  # where line r+1 overtakes line r
+    return breaks, h
+
+
 def _svc_problems(factors: np.ndarray, C: float):
     """The SVM problems of every factor, over the concatenated one-hot class columns.
 
@@ -202,7 +237,6 @@ def linear_svc_1d_accuracy(
     labels, classes, offsets, total_cols, (fac, pos_col, neg_col, cp, cn) = _svc_problems(ytr, C)
     cols = offsets[None, :] + labels  # (N, F) class column of every sample and factor
     acc = np.empty((x_train.shape[1], ytr.shape[1]))
-    buf = np.empty((len(x_test), max((len(c) for c in classes), default=1)))  # (M, K max)
     for i in range(x_train.shape[1]):  # loop over latents only; all factors' problems at once
         order = np.argsort(x_train[:, i], kind="stable")
         w = b = np.zeros(0)
@@ -212,17 +246,11 @@ def linear_svc_1d_accuracy(
             q = np.nonzero(fac == j)[0]
             if len(cls) < 2:  # a single class: predict it
                 pred = np.zeros(len(x_test), dtype=np.int64)
-            else:
-                # (M, K or 1) decision values, classes last (argmax along contiguous memory),
-                # written into one reused buffer
-                scores = buf[:, : len(q)]
-                np.multiply(x_test[:, i, None], w[None, q], out=scores)
-                scores += b[None, q]
-                pred = (
-                    (scores[:, 0] > 0).astype(np.int64)
-                    if len(cls) == 2
-                    else np.argmax(scores, axis=1)
-                )
+            elif len(cls) == 2:
+                pred = (x_test[:, i] * w[q[0]] + b[q[0]] > 0).astype(np.int64)
+            else:  # one-vs-rest: the argmax of K lines is read off their upper envelope
+                breaks, winners = upper_envelope(w[q], b[q])
+                pred = winners[np.searchsorted(breaks, x_test[:, i])]
             acc[i, j] = np.mean(cls[pred] == yte[:, j])
     return acc[:, 0] if single else acc
 
