@@ -17,6 +17,16 @@ Contenders, timed interleaved in one run:
 * ``pyg-bi-csr``: the same on a ``torch.sparse_csr_tensor`` adjacency (PyG's ``adj_t``), built
   before the timings; PyG then aggregates with one sparse-dense product per step. PyG's
   ``SparseTensor`` path needs ``torch_sparse``, which is not installed here (noted in the rows);
+* ``pyg-typed``: the paper's model as a PyG user would assemble it, since GatedGraphConv has no
+  edge types: two ``RGCNConv`` layers (``aggr="add"``, no root weight), one on the edge list and
+  one on its reverse, give the sums of typed messages per direction (Eq. 2), concatenated into
+  torch's ``GRUCell``; the same modules at every step. A message weight per (edge type,
+  direction) as in ``ours``: the same multiply-adds (17 D^2 per node and step with 4 types) and
+  about the same parameter count. RGCNConv's ``segment_matmul`` path needs ``pyg_lib`` (not
+  installed), so it loops over the edge types, masking the edge list on every call;
+* ``pyg-typed-fast``: the same with ``FastRGCNConv`` (a D x D weight gathered per edge, no loop
+  over the types), timed where those E D^2 floats stay under ``MAX_GATHERED``; the pyg-typed
+  rows take the faster of the two;
 * ``dense``: a naive GG-NN holding one dense N x N adjacency matrix per edge type (both
   directions), only where it fits in memory.
 
@@ -30,22 +40,24 @@ otherwise wall time; the rows' ``unit`` says which.
 Rows for ``paperzoo bench --json`` (ratio anchor / ours):
 ours-tied against pyg-bi (both given edge lists), ours-tied-plan against PyG's faster path
 (edge list or CSR, whichever measured faster in this run; the values hold both), the same two
-for ours, ours against dense; and the memory of ours-tied and ours against pyg-bi and
-pyg-bi-csr: MiB of the tensors autograd keeps for the backward pass (storages counted once,
-parameters excluded, sparse matrices included), the activation memory of a training step. The
-time rows carry the same number as ``saved_mib``.
+for ours, ours against pyg-typed (both given edge lists: equal work), ours against dense; and
+the memory of ours-tied and ours against pyg-bi and pyg-bi-csr, and of ours against pyg-typed:
+MiB of the tensors autograd keeps for the backward pass (storages counted once, parameters
+excluded, sparse matrices included), the activation memory of a training step. The time rows
+carry the same number as ``saved_mib``.
 
 Agreement: ``dense`` is the same function as ``ours`` but for ours' edge biases, so after the
 timings ours is run with its edge biases zeroed and dense with ours' weights, on the same graph,
 and the largest difference of the final states is recorded (tolerance 1e-4, float32 over T
 steps). PyG's GatedGraphConv is a different function (a weight per step instead of one tied over
 the steps, torch's GRUCell with the reset gate applied after the recurrent matrix; and, against
-``ours``, one message weight for every edge type and both directions), so the PyG rows carry no
-agreement check (``agreed`` is None, with a note). The multiply-adds per node and step differ
+``ours``, one message weight for every edge type and both directions), and so is pyg-typed (the
+GRUCell's reset gate; a bias per direction instead of one per edge type and direction), so the
+PyG rows carry no agreement check (``agreed`` is None, with a note). The multiply-adds per node and step differ
 too: pyg-bi does 7 D^2 (message, GRUCell's two 3D x D matrices); ours-tied 6 D^2 (message weight
 folded into the GRU input matrix, then 2 D^2 + D^2 recurrent); ours with K types and two
 directions min(6K, 2K + 6) D^2 + 3 D^2, 17 D^2 for K = 4 (the paper's model has 2K message
-matrices).
+matrices), as pyg-typed (2K D^2 for the messages, 9 D^2 for the GRUCell on 2D inputs).
 """
 
 from __future__ import annotations
@@ -90,6 +102,35 @@ class DenseGGNN(nn.Module):
         return h
 
 
+class PygTypedGGNN(nn.Module):
+    """The paper's model (a message weight per edge type and direction, Eq. 2; a GRU update,
+    Eq. 3-6; weights tied over the steps) from PyG's building blocks: RGCNConv on the edges and on
+    their reverse, torch's GRUCell."""
+
+    def __init__(
+        self, *, state_dim: int, annotation_dim: int, num_edge_types: int, fast: bool = False
+    ) -> None:
+        from torch_geometric.nn import FastRGCNConv, RGCNConv
+
+        super().__init__()
+        d, k = state_dim, num_edge_types
+        self.d, self.a = d, annotation_dim
+        conv = FastRGCNConv if fast else RGCNConv  # fast: a weight matrix gathered per edge
+        self.incoming = conv(d, d, num_relations=k, aggr="add", root_weight=False)
+        self.outgoing = conv(d, d, num_relations=k, aggr="add", root_weight=False)
+        self.gru = nn.GRUCell(2 * d, d)
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_type: Tensor) -> Tensor:
+        h = torch.cat([x, x.new_zeros(x.shape[0], self.d - self.a)], 1)
+        reverse = edge_index.flip(0)
+        for _ in range(STEPS):
+            a = torch.cat(
+                [self.incoming(h, edge_index, edge_type), self.outgoing(h, reverse, edge_type)], 1
+            )
+            h = self.gru(a, h)
+        return h
+
+
 def _dense_agreement(ours: GatedGraphPropagation, dense: DenseGGNN, x, ei, et) -> dict:
     """ours with its edge biases zeroed against dense holding ours' weights: max |h difference|."""
     d = ours.state_dim
@@ -121,6 +162,14 @@ PAPER_NOTE = (
     "ours has a message weight per (edge type, direction), PyG one for all; same information "
     "flow, more multiply-adds for ours (17 D^2 against 7 D^2 per node and step with 4 types)"
 )
+TYPED_NOTE = (
+    "pyg-typed is the paper's model from PyG's parts (RGCNConv per direction, a weight per edge "
+    "type; torch's GRUCell): equal work, not the same function (GRUCell's reset gate after the "
+    "recurrent matrix, one message bias per direction): outputs not compared; RGCNConv loops over "
+    "the edge types (its segment_matmul path needs pyg_lib, not installed)"
+)
+# FastRGCNConv gathers a D x D weight matrix per edge: timed only while those stay small (floats)
+MAX_GATHERED = 10_000_000
 CSR_NOTE = (
     "both sides' graph preparation (ours' plan, PyG's CSR adj_t) is outside the timing; "
     "PyG's SparseTensor path needs torch_sparse (not installed)"
@@ -218,6 +267,8 @@ def bench(
         tie_directions=True,
     )
     pyg = GatedGraphConv(state_dim, num_layers=STEPS, aggr="add")
+    typed = PygTypedGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k)
+    typed_fast = PygTypedGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k, fast=True)
     ei_bi = torch.cat([ei, ei.flip(0)], dim=1)
     adj_t = _csr_adjacency(ei_bi, n)  # prepared before the timings, as a PyG user would
     plan, plan_tied = ours.plan(ei, et, n), tied.plan(ei, None, n)
@@ -228,7 +279,10 @@ def bench(
         "ours-tied-plan": (tied, lambda: tied(x, ei, plan=plan_tied)),
         "pyg-bi": (pyg, lambda: pyg(x, ei_bi)),
         "pyg-bi-csr": (pyg, lambda: pyg(x, adj_t)),
+        "pyg-typed": (typed, lambda: typed(x, ei, et)),
     }
+    if ei.shape[1] * state_dim**2 <= MAX_GATHERED:
+        calls["pyg-typed-fast"] = (typed_fast, lambda: typed_fast(x, ei, et))
     if n <= max_dense:
         dense = DenseGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k)
         calls["dense"] = (dense, lambda: dense(x, ei, et))
@@ -242,6 +296,7 @@ def bench(
     med = {name: statistics.median(v) for name, v in times.items()}
     mem = {name: saved_mib(m, c) for name, (m, c) in calls.items() if name != "dense"}
     fastest = min(("pyg-bi", "pyg-bi-csr"), key=med.__getitem__)
+    typed_best = min((c for c in ("pyg-typed", "pyg-typed-fast") if c in med), key=med.__getitem__)
     row: dict[str, object] = {"workload": label, "nodes": n, "edges": ei.shape[1]}
     for name, t in med.items():
         row[f"{name} graphs/s"] = n_graphs / t
@@ -250,6 +305,13 @@ def bench(
         row[f"pyg-best/{ours_name}-plan"] = med[fastest] / med[f"{ours_name}-plan"]
         row[f"MiB {ours_name}"] = mem[ours_name]
     row["MiB pyg-bi"], row["MiB pyg-bi-csr"] = mem["pyg-bi"], mem["pyg-bi-csr"]
+    row["pyg-typed/ours"] = med[typed_best] / med["ours"]
+    row["MiB pyg-typed"] = mem[typed_best]
+    row["_typed"] = typed_best
+    row["_params"] = {
+        name: sum(p.numel() for p in m.parameters())
+        for name, m in (("ours", ours), ("pyg-typed", typed))
+    }
     if "dense" in med:
         row["dense/ours"] = med["dense"] / med["ours"]
     row["_seconds"] = med  # for the JSON rows (not printed)
@@ -316,6 +378,37 @@ def _json_rows(rows: list[dict[str, object]]) -> list[dict]:
                     **common,
                 )
             )
+        params = r["_params"]  # type: ignore[index]
+        typed_note = (
+            f"{TYPED_NOTE}; parameters: ours {params['ours']}, pyg-typed {params['pyg-typed']}"  # type: ignore[index]
+        )
+        typed = str(r["_typed"])
+        typed_values = {k: med[k] for k in ("pyg-typed", "pyg-typed-fast") if k in med}
+        out.append(
+            row(
+                f"{work}, edge lists, the paper's model against PyG's RGCNConv + GRUCell "
+                f"(faster of RGCNConv / FastRGCNConv where run: {typed})",
+                {"ours": med["ours"], **typed_values},
+                ours="ours",
+                anchor=typed,
+                unit=unit,
+                note=typed_note,
+                saved_mib={"ours": mem["ours"], typed: mem[typed]},
+                **common,
+            )
+        )
+        out.append(
+            row(
+                f"{work}, memory, the paper's model against PyG's RGCNConv + GRUCell ({typed})",
+                {"ours": mem["ours"], typed: mem[typed]},
+                ours="ours",
+                anchor=typed,
+                measure="MiB",
+                unit="MiB saved for the backward pass (parameters excluded)",
+                note=typed_note,
+                **common,
+            )
+        )
         if "dense" in med:
             out.append(
                 row(
@@ -361,11 +454,13 @@ def main(argv: list[str] | None = None) -> dict:
         "pyg-best/ours-tied-plan",
         "pyg-bi/ours",
         "pyg-best/ours-plan",
+        "pyg-typed/ours",
         "dense/ours",
         "MiB ours-tied",
         "MiB ours",
         "MiB pyg-bi",
         "MiB pyg-bi-csr",
+        "MiB pyg-typed",
     ]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), T = {STEPS}")
     print(" | ".join(f"{c:>14}" for c in cols))
