@@ -402,6 +402,35 @@ def test_newton_logistic_regression_says_when_it_stops_early(caplog) -> None:
     assert caplog.text == ""
 
 
+def test_newton_logistic_regression_fits_on_one_blas_thread_and_restores_the_setting() -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from paperzoo.metrics.disentanglement import logistic
+
+    def blas_threads() -> list[int]:
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    rng = np.random.default_rng(13)
+    x, y = rng.normal(size=(300, 4)), rng.integers(0, 3, size=300)
+    seen = []
+    newton = logistic._newton
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return newton(*args, **kwargs)
+
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_threads()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(logistic, "_newton", spy)
+            fitted = logistic.fit_logistic_regression(x, y)
+        after = blas_threads()
+    assert seen and all(t == [1] * len(t) for t in seen)  # every Newton phase on one thread
+    assert after == before  # the caller's limit is back
+    ref = logistic.fit_logistic_regression(x, y)
+    np.testing.assert_array_equal(fitted.coef, ref.coef)
+
+
 def test_beta_vae_fast_mode_agrees_with_the_default() -> None:
     from paperzoo.metrics.disentanglement.beta_vae import beta_vae_score_from_features
 
