@@ -268,7 +268,6 @@ def bench(
     )
     pyg = GatedGraphConv(state_dim, num_layers=STEPS, aggr="add")
     typed = PygTypedGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k)
-    typed_fast = PygTypedGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k, fast=True)
     ei_bi = torch.cat([ei, ei.flip(0)], dim=1)
     adj_t = _csr_adjacency(ei_bi, n)  # prepared before the timings, as a PyG user would
     plan, plan_tied = ours.plan(ei, et, n), tied.plan(ei, None, n)
@@ -282,6 +281,9 @@ def bench(
         "pyg-typed": (typed, lambda: typed(x, ei, et)),
     }
     if ei.shape[1] * state_dim**2 <= MAX_GATHERED:
+        typed_fast = PygTypedGGNN(
+            state_dim=state_dim, annotation_dim=a, num_edge_types=k, fast=True
+        )
         calls["pyg-typed-fast"] = (typed_fast, lambda: typed_fast(x, ei, et))
     if n <= max_dense:
         dense = DenseGGNN(state_dim=state_dim, annotation_dim=a, num_edge_types=k)
