@@ -1,0 +1,663 @@
+"""The project's front page: every paper's verdicts, quick and full side by side.
+
+``paperzoo summary DIR... [--html FILE]`` reads the ``results.json`` of each run directory and
+renders one page (Markdown on stdout, HTML in ``FILE``) that says, per paper:
+
+- at each scale that ran, how many of the paper's findings were reproduced, or, for a run that
+  does not count as a reproduction, why not (a modified config, a partial run, not the paper's
+  setting, one shard of a grid, fewer than 4 seeds, a smoke run);
+- at ``full`` scale where no run was given, why none was made (``FULL_SCALE_NOT_RUN``: the
+  paper's data are not reachable from this project's machines, it needs a GPU, or it is a CPU
+  run not made yet);
+- each finding's paper number, our mean ± std, the target and the verdict at each scale;
+- links, relative to the page, to each run's ``report.md`` and its per-seed figure.
+
+Verdicts are coloured by CSS classes (``v-holds``, ``v-fragile``, ``v-fails``,
+``v-not-measured``, ``v-reported``), never by emoji: headless browsers without an emoji font
+draw those as empty boxes. Nothing here judges a claim: the verdicts are the ones
+``paperzoo.report`` computed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from paperzoo.report import MIN_SEEDS_REPRODUCED, ClaimResult, Result, format_seeds
+
+__all__ = [
+    "FULL_SCALE_NOT_RUN",
+    "NotRun",
+    "PAPER_ORDER",
+    "not_counted_reason",
+    "render_summary_html",
+    "render_summary_markdown",
+]
+
+# The order of the README's paper table; papers not listed follow in the order given.
+PAPER_ORDER = (
+    "resnet",
+    "ggnn",
+    "wrm",
+    "coordconv",
+    "obfuscated-gradients",
+    "path-sgd",
+    "draw",
+    "perceiver",
+    "disentanglement",
+    "gat",
+)
+
+_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "CPU run, not made yet"}
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """Why a paper (or one part of it) has no full-scale run.
+
+    Args:
+        needs: what stands in the way: ``"data"`` (the paper's data set is not reachable from
+            this project's machines), ``"gpu"`` (too long for a CPU), ``"cpu"`` (fits a CPU,
+            not run yet).
+        why: one sentence a reader can check.
+        part: the part of the paper this covers (``--part``); None for the whole paper.
+    """
+
+    needs: tuple[str, ...]
+    why: str
+    part: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.needs == ("data", "gpu"):
+            return "needs data and a GPU"
+        return " and ".join(_NEEDS[n] for n in self.needs)
+
+
+# Sources: issue 30 (`--max-steps 3` estimates at one thread; which data are reachable here) and
+# each paper's docs (the data set and budget of its full config). A full run given to the summary
+# replaces the entry of its part (or all entries, for a run of the whole paper).
+FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
+    "resnet": (
+        NotRun(
+            ("data", "gpu"),
+            "CIFAR-10, the paper's data set, is not reachable from this project's machines; "
+            "the paper's 64k-step recipe for six CIFAR ResNets is a GPU job.",
+        ),
+    ),
+    "ggnn": (
+        NotRun(
+            ("cpu",),
+            "the ten official symbolic bAbI folds fit two CPU cores (issue 30: about 1.4 h per "
+            "fold before its speed-ups); not run yet.",
+        ),
+    ),
+    "wrm": (
+        NotRun(
+            ("cpu",),
+            "the 2-D spheres are generated; about 13 CPU-minutes (issue 30); not run yet.",
+            part="spheres",
+        ),
+        NotRun(
+            ("gpu",),
+            "adversarial training on the 60,000 MNIST digits: about 28 CPU-hours at one thread "
+            "(issue 30).",
+            part="mnist",
+        ),
+    ),
+    "coordconv": (
+        NotRun(
+            ("cpu",),
+            "Not-so-Clevr is generated; about 7 h at one thread before issue 30's speed-ups; "
+            "not run yet.",
+        ),
+    ),
+    "obfuscated-gradients": (
+        NotRun(
+            ("data", "gpu"),
+            "the paper attacks published CIFAR-10 and ImageNet defences; CIFAR-10 is not "
+            "reachable from this project's machines, and its ResNet and 30-draw EOT are GPU jobs.",
+        ),
+    ),
+    "path-sgd": (
+        NotRun(
+            ("gpu",),
+            "2 x 4,000-unit networks for 100 epochs: tens of CPU-hours on MNIST (issue 30); "
+            "CIFAR-10/100 and SVHN also need their data.",
+        ),
+    ),
+    "draw": (
+        NotRun(
+            ("gpu",),
+            "T = 64 glimpses on the 60,000 binarized MNIST digits: tens of CPU-hours (issue 30).",
+        ),
+    ),
+    "perceiver": (
+        NotRun(
+            ("data", "gpu"),
+            "ImageNet (ILSVRC2012) is not reachable from this project's machines; the paper's "
+            "44.9M-parameter model trains for 120 epochs: a multi-GPU job.",
+        ),
+    ),
+    "disentanglement": (
+        NotRun(
+            ("data", "gpu"),
+            "dSprites is not reachable from this project's machines; the study trains 180 VAEs "
+            "per data set for 300k steps each, then the WReN models: a GPU job.",
+        ),
+    ),
+    "gat": (
+        NotRun(
+            ("data", "gpu"),
+            "CIFAR-10 is not reachable from this project's machines; the MNIST experiment "
+            "needs a GPU (tens of CPU-hours, issue 30).",
+        ),
+    ),
+}
+
+_VERDICT_CLASS = {
+    "holds": "v-holds",
+    "fragile": "v-fragile",
+    "fails": "v-fails",
+    "not measured": "v-not-measured",
+    "reported": "v-reported",
+}
+
+
+def not_counted_reason(result: Result) -> str | None:
+    """Why ``result``'s verdicts do not count as reproduced findings; None when they count.
+
+    Uses ``Result.not_counted_reason()`` where the installed ``paperzoo.report`` has it;
+    otherwise reads the same facts from the result: a smoke run, a partial run
+    (``--max-steps``), a modified config (``--set``), one shard of a grid, a run marked not the
+    paper's setting, fewer than 4 seeds below full scale.
+    """
+    method = getattr(result, "not_counted_reason", None)
+    if callable(method):
+        return method()
+    # the same reasons, in the same words, for a paperzoo.report without the method
+    if result.scale == "smoke":
+        return "smoke runs only prove the pipeline"
+    if result.partial is not None:
+        return f"PARTIAL run: --max-steps {result.partial['max_steps']}, every loop stopped early"
+    if result.overrides:
+        return "modified config: " + " ".join(f"--set {k}={v}" for k, v in result.overrides.items())
+    note = getattr(result, "setting_note", None)
+    if note is not None:
+        return f"not the paper's setting: {note}"
+    if result.shard is not None:
+        return f"one slice of a grid (shard {result.shard[0]}/{result.shard[1]})"
+    if result.scale != "full" and len(result.seeds) < MIN_SEEDS_REPRODUCED:
+        return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
+    return None
+
+
+# -- the page's model: papers, their runs, the reasons --------------------------------------------
+
+
+@dataclass
+class _Run:
+    result: Result
+    dir: Path | None
+
+    @property
+    def reason(self) -> str | None:
+        return not_counted_reason(self.result)
+
+    @property
+    def part(self) -> str | None:
+        return getattr(self.result, "part", None)
+
+    @property
+    def label(self) -> str:
+        r = self.result
+        label = r.scale + (f", part {self.part}" if self.part else "")
+        if self.dir is not None:
+            label += f" ({self.dir.name})"
+        return label
+
+    def counts(self) -> tuple[int, int]:
+        findings = self.result.findings
+        return sum(c.verdict == "holds" for c in findings), len(findings)
+
+
+@dataclass
+class _Paper:
+    name: str
+    title: str
+    quick: list[_Run]
+    full: list[_Run]
+    other: list[_Run]  # smoke runs and any other scale
+    not_run: tuple[NotRun, ...]
+
+    @property
+    def runs(self) -> list[_Run]:
+        return self.quick + self.full + self.other
+
+
+def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> list[_Paper]:
+    if dirs is not None and len(dirs) != len(results):
+        raise ValueError(f"{len(results)} results but {len(dirs)} directories")
+    by_name: dict[str, _Paper] = {}
+    for i, r in enumerate(results):
+        paper = by_name.setdefault(r.paper, _Paper(r.paper, r.title, [], [], [], ()))
+        run = _Run(r, None if dirs is None else Path(dirs[i]))
+        {"quick": paper.quick, "full": paper.full}.get(r.scale, paper.other).append(run)
+    for paper in by_name.values():
+        done = {run.part for run in paper.full}
+        if None in done:  # a full run of the whole paper
+            paper.not_run = ()
+        else:
+            entries = FULL_SCALE_NOT_RUN.get(paper.name, ())
+            paper.not_run = tuple(e for e in entries if e.part is None or e.part not in done)
+    rank = {name: i for i, name in enumerate(PAPER_ORDER)}
+    return sorted(by_name.values(), key=lambda p: rank.get(p.name, len(rank)))
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v == 0:
+            return "0"
+        if abs(v) >= 1e5 or abs(v) < 1e-3:
+            return f"{v:.2g}"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _spread(c: ClaimResult) -> str:
+    if c.mean is None:
+        return "not measured"
+    if len(c.per_seed) == 1:
+        return _num(c.per_seed[0])
+    return f"{_num(c.mean)} ± {_num(c.std)}"
+
+
+def _verdict_text(c: ClaimResult) -> str:
+    if c.verdict == "reported":
+        return "reported"
+    return f"{c.verdict} {c.holds_on}/{len(c.per_seed)}"
+
+
+def _link(path: Path, base: Path | None) -> str:
+    """``path`` as a URL relative to the page's directory ``base`` (or as given)."""
+    rel = os.path.relpath(path, base) if base is not None else str(path)
+    return quote(Path(rel).as_posix())
+
+
+def _figure(run: _Run) -> str | None:
+    """The run's per-seed figure (``figures/findings_by_seed.png``) if it lists one."""
+    figs = run.result.figures
+    return next((f for f in figs if f.endswith("findings_by_seed.png")), figs[0] if figs else None)
+
+
+def _headline(run: _Run) -> str:
+    k, n = run.counts()
+    seeds = len(run.result.seeds)
+    what = f"{run.result.scale}, {seeds} seed{'s' if seeds != 1 else ''}"
+    if run.reason is None:
+        return f"{k} of {n} findings reproduced ({what})"
+    return f"{k} of {n} findings holding ({what}); not counted"
+
+
+def _headline_class(run: _Run) -> str:
+    k, n = run.counts()
+    if run.reason is not None:
+        return "h-uncounted"
+    return "h-all" if k == n else "h-some" if k > 0 else "h-none"
+
+
+def _meta(run: _Run) -> str:
+    r = run.result
+    bits = [f"seeds {format_seeds(r.seeds)}", f"on {r.device}", f"{r.wall_seconds / 60:.0f} min"]
+    if len(r.seeds) > 1:
+        bits[-1] += " (sum over seeds)"
+    commit = getattr(r, "commit", None)
+    if commit:
+        bits.append(f"commit {commit}")
+    if r.partial is not None and r.partial.get("estimate_seconds") is not None:
+        bits.append(f"whole run estimated at {r.partial['estimate_seconds'] / 3600:.1f} h")
+    data = ", ".join(
+        f"{d.get('name')} ({d.get('source')}, {d.get('n_train')} train / {d.get('n_test')} test)"
+        for d in r.data
+    )
+    if data:
+        bits.append(f"data: {data}")
+    return "; ".join(bits)
+
+
+def _claim_rows(paper: _Paper) -> tuple[list[_Run], list[tuple[str, str, Any, list]]]:
+    """The columns (one per run) and rows (claim id, statement, paper's number, per-run claim)
+    of the paper's findings table: claims are matched by id across runs (ids are stable)."""
+    runs = paper.runs
+    order: dict[str, tuple[str, Any]] = {}
+    for run in runs:
+        for c in run.result.findings:
+            order.setdefault(c.id, (c.statement, c.paper))
+    rows = []
+    for cid, (statement, number) in order.items():
+        cells = [next((c for c in run.result.findings if c.id == cid), None) for run in runs]
+        rows.append((cid, statement, number, cells))
+    return runs, rows
+
+
+# -- Markdown ---------------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
+    runs = paper.quick if scale == "quick" else paper.full
+    out = []
+    for run in runs:
+        text = _headline(run).replace(f" ({run.result.scale}, ", " (")
+        if run.part:
+            text = f"part {run.part}: {text}"
+        if run.reason:
+            text += f": {run.reason}"
+        if run.dir is not None:
+            text = f"[{text}]({_link(run.dir / 'report.md', base)})"
+        out.append(text)
+    if scale == "full":
+        out += [f"not run{f' ({e.part})' if e.part else ''}: {e.label}" for e in paper.not_run]
+    if not out:
+        out = ["not run"]
+    return _md_cell("; ".join(out))
+
+
+def render_summary_markdown(
+    results: Sequence[Result],
+    *,
+    dirs: Sequence[str | Path] | None = None,
+    base: Path | None = None,
+    overview_only: bool = False,
+) -> str:
+    """Every paper's verdicts as Markdown: one overview row per paper (quick | full), then each
+    paper's findings with one column group per run.
+
+    Args:
+        results: runs as read by ``paperzoo.report.load_result``, any papers and scales.
+        dirs: the run directory of each result (same order), for the links to its report.
+        base: the directory of the page the Markdown goes into; links are made relative to it
+            (None: the directories as given).
+        overview_only: only the one-row-per-paper table (the README's).
+
+    Returns:
+        The Markdown text, ending in a newline.
+    """
+    papers = _papers(results, dirs)
+    lines = ["| paper | quick | full |", "|---|---|---|"]
+    for p in papers:
+        lines.append(
+            f"| `{p.name}` | {_md_overview_cell(p, 'quick', base)} "
+            f"| {_md_overview_cell(p, 'full', base)} |"
+        )
+    if overview_only:
+        return "\n".join(lines) + "\n"
+    for p in papers:
+        lines += ["", f"## `{p.name}`: {_md_cell(p.title)}", ""]
+        for run in p.runs:
+            line = f"- {run.label}: **{_headline(run)}**"
+            if run.reason:
+                line += f" ({run.reason})"
+            if run.dir is not None:
+                line += f", [report]({_link(run.dir / 'report.md', base)})"
+                fig = _figure(run)
+                if fig:
+                    line += f", [per-seed figure]({_link(run.dir / fig, base)})"
+            lines.append(line)
+        for e in p.not_run:
+            lines.append(
+                f"- full{f', part {e.part}' if e.part else ''}: not run, {e.label}: {e.why}"
+            )
+        runs, rows = _claim_rows(p)
+        if not rows:
+            continue
+        head = "| finding | paper |" + "".join(
+            f" {_md_cell(run.label)}: ours | target | verdict |" for run in runs
+        )
+        lines += ["", head, "|---|---|" + "---|---|---|" * len(runs)]
+        for cid, statement, number, cells in rows:
+            row = f"| `{cid}`<br>{_md_cell(statement)} | {_md_cell(_num(number))} |"
+            for c in cells:
+                if c is None:
+                    row += " — | — | — |"
+                else:
+                    row += f" {_spread(c)} | {_md_cell(c.target)} | {_verdict_text(c)} |"
+            lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+# -- HTML -------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:"DejaVu Sans","Liberation Sans",Arial,sans-serif;margin:24px 32px;color:#1d2125;
+  font-size:14px;line-height:1.4;max-width:1500px}
+h1{font-size:24px;margin:0 0 4px}
+h2{font-size:18px;margin:0 0 8px}
+h2 small{font-weight:normal;color:#555;font-size:14px}
+h2 code{font-size:17px}
+table.overview code{font-size:13px}
+p.lede{color:#333;margin:4px 0 12px;max-width:1100px}
+table{border-collapse:collapse}
+th,td{border:1px solid #d0d5da;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f1f3f5;font-weight:600}
+code{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:12px}
+a{color:#0b5cad}
+.legend span{margin-right:6px}
+.v{display:inline-block;border-radius:3px;padding:0 6px;white-space:nowrap;font-weight:600}
+.v-holds{background:#d3f0d8;color:#10561f}
+.v-fragile{background:#fbe7b5;color:#6b4a00}
+.v-fails{background:#f8d3d0;color:#8a1712}
+.v-not-measured{background:#f8d3d0;color:#8a1712;font-style:italic}
+.v-reported{background:#e9ecef;color:#444}
+.uncounted .v{opacity:.6}
+.h{display:inline-block;border-radius:4px;padding:2px 8px;font-weight:600}
+.h-all{background:#d3f0d8;color:#10561f}
+.h-some{background:#fbe7b5;color:#6b4a00}
+.h-none{background:#f8d3d0;color:#8a1712}
+.h-uncounted{background:#e9ecef;color:#333;border:1px dashed #888}
+.h-notrun{background:#eef1f4;color:#333;border:1px solid #c3cad1}
+.why{display:block;color:#5a3d00;font-size:12px;margin-top:2px}
+table.overview{margin:8px 0 24px}
+table.overview td{min-width:320px}
+table.overview td:first-child{min-width:0}
+section.paper{border-top:2px solid #d0d5da;padding:16px 0 20px}
+.runs{display:grid;grid-template-columns:1fr 1fr;gap:16px;margin-bottom:12px}
+.run{border:1px solid #d0d5da;border-radius:6px;padding:10px 12px;background:#fafbfc}
+.run h3{font-size:13px;text-transform:uppercase;letter-spacing:.04em;color:#555;margin:0 0 6px}
+.run.notrun{background:#f6f7f9}
+.meta{color:#555;font-size:12px;margin:6px 0}
+.run img{max-width:100%;border:1px solid #e1e4e8;margin-top:6px;display:block}
+table.findings{font-size:13px;width:100%}
+table.findings td.claim{max-width:420px}
+table.findings td.claim span{color:#555;font-size:12px}
+table.findings th.run{text-align:center;border-bottom:2px solid #adb5bd}
+td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
+"""
+
+
+def _v(c: ClaimResult) -> str:
+    title = ", ".join(_num(v) for v in c.per_seed)
+    return (
+        f"<span class='v {_VERDICT_CLASS[c.verdict]}' title='per seed: {escape(title)}'>"
+        f"{escape(_verdict_text(c))}</span>"
+    )
+
+
+def _html_headline(run: _Run) -> str:
+    out = f"<span class='h {_headline_class(run)}'>{escape(_headline(run))}</span>"
+    if run.reason:
+        out += f"<span class='why'>Does not count: {escape(run.reason)}</span>"
+    return out
+
+
+def _html_notrun(e: NotRun, *, short: bool) -> str:
+    part = f" ({e.part})" if e.part else ""
+    out = f"<span class='h h-notrun'>not run{escape(part)}: {escape(e.label)}</span>"
+    if not short:
+        out += f"<span class='why'>{escape(e.why)}</span>"
+    return out
+
+
+def _html_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
+    runs = paper.quick if scale == "quick" else paper.full
+    items = []
+    for run in runs:
+        text = _html_headline(run)
+        if run.dir is not None:
+            text += f" <a href='{_link(run.dir / 'report.md', base)}'>report</a>"
+        items.append(text)
+    if scale == "full":
+        items += [_html_notrun(e, short=True) for e in paper.not_run]
+    return "<br>".join(items) or "<span class='h h-notrun'>not run</span>"
+
+
+def _html_run_card(run: _Run, base: Path | None) -> str:
+    parts = [
+        f"<div class='run{' uncounted' if run.reason else ''}'>",
+        f"<h3>{escape(run.label)}</h3>",
+        _html_headline(run),
+        f"<div class='meta'>{escape(_meta(run))}</div>",
+    ]
+    r = run.result
+    judged = [c for c in r.checks if c.verdict != "reported"]
+    if judged:
+        held = sum(c.verdict == "holds" for c in judged)
+        parts.append(
+            f"<div class='meta'>checks (by construction or sanity bounds, never counted as "
+            f"findings): {held} of {len(judged)} hold</div>"
+        )
+    if run.dir is not None:
+        parts.append(
+            f"<div><a href='{_link(run.dir / 'report.md', base)}'>report.md</a> &middot; "
+            f"<a href='{_link(run.dir / 'results.json', base)}'>results.json</a></div>"
+        )
+        fig = _figure(run)
+        if fig:
+            src = _link(run.dir / fig, base)
+            parts.append(
+                f"<a href='{src}'><img src='{src}' alt='{escape(r.paper)}: each finding per seed "
+                f"against its target' loading='lazy'></a>"
+            )
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _html_findings(paper: _Paper) -> str:
+    runs, rows = _claim_rows(paper)
+    if not rows:
+        return ""
+    out = ["<table class='findings'>", "<tr><th rowspan='2'>finding</th><th rowspan='2'>paper</th>"]
+    out += [f"<th colspan='3' class='run'>{escape(run.label)}</th>" for run in runs]
+    out.append(
+        "</tr><tr>" + "<th>ours (mean ± std)</th><th>target</th><th>verdict</th>" * len(runs)
+    )
+    out.append("</tr>")
+    for cid, statement, number, cells in rows:
+        row = (
+            f"<tr><td class='claim'><code>{escape(cid)}</code><br><span>{escape(statement)}"
+            f"</span></td><td>{escape(_num(number))}</td>"
+        )
+        for run, c in zip(runs, cells, strict=True):
+            cls = " class='uncounted'" if run.reason else ""
+            if c is None:
+                row += "<td>—</td><td>—</td><td>—</td>"
+            else:
+                row += (
+                    f"<td class='num'>{escape(_spread(c))}</td><td class='num'>"
+                    f"{escape(c.target)}</td><td{cls}>{_v(c)}</td>"
+                )
+        out.append(row + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def render_summary_html(
+    results: Sequence[Result],
+    *,
+    dirs: Sequence[str | Path] | None = None,
+    base: Path | None = None,
+    title: str = "paperzoo: which of the papers' findings were reproduced",
+) -> str:
+    """The front page: one self-contained HTML document (CSS inline, figures linked).
+
+    An overview table (one row per paper: quick | full), then per paper a card per run
+    (headline, why it does not count where it does not, links to report.md and results.json,
+    the per-seed figure), a card per part not run at full scale with the reason, and the
+    findings table with one column group per run.
+
+    Args:
+        results: runs as read by ``paperzoo.report.load_result``, any papers and scales.
+        dirs: the run directory of each result (same order), for links and figures.
+        base: the directory the HTML file is written to; links are relative to it (None: the
+            directories as given).
+        title: the page's title and heading.
+
+    Returns:
+        The HTML text, ending in a newline.
+    """
+    papers = _papers(results, dirs)
+    legend = " ".join(
+        f"<span class='v {cls}'>{escape(v)}</span>" for v, cls in _VERDICT_CLASS.items()
+    )
+    parts = [
+        "<!doctype html>",
+        "<html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{escape(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        "<p class='lede'>Each paper's findings (the empirical results it reports) measured by "
+        "<code>paperzoo reproduce NAME</code>. <b>quick</b>: small models on embedded data, "
+        f"about 5 CPU-minutes a seed; a finding counts as reproduced when it holds over "
+        f"{MIN_SEEDS_REPRODUCED} seeds. <b>full</b>: the paper's own setting (data, model, "
+        "schedule); where none was run, the reason. Runs with a modified config, partial runs "
+        "(<code>--max-steps</code>), single shards and runs not in the paper's setting are "
+        "shown but never counted.</p>",
+        f"<p class='legend'>Verdicts: {legend} &mdash; holds: the mean and at least 3 of 4 "
+        "seeds meet the target; fragile: the mean does, fewer seeds do; fails: the mean does "
+        "not; not measured: a seed has no value (counts as failing). Hover a verdict for the "
+        "per-seed values.</p>",
+        "<table class='overview'><tr><th>paper</th><th>quick</th><th>full</th></tr>",
+    ]
+    for p in papers:
+        parts.append(
+            f"<tr><td><a href='#{escape(p.name)}'><code>{escape(p.name)}</code></a></td>"
+            f"<td>{_html_overview_cell(p, 'quick', base)}</td>"
+            f"<td>{_html_overview_cell(p, 'full', base)}</td></tr>"
+        )
+    parts.append("</table>")
+    for p in papers:
+        parts.append(f"<section class='paper' id='{escape(p.name)}'>")
+        parts.append(f"<h2><code>{escape(p.name)}</code> <small>{escape(p.title)}</small></h2>")
+        cards = [_html_run_card(run, base) for run in p.runs]
+        if not p.quick:
+            cards.insert(0, "<div class='run notrun'><h3>quick</h3>"
+                         "<span class='h h-notrun'>no quick run given</span></div>")  # fmt: skip
+        for e in p.not_run:
+            cards.append(
+                f"<div class='run notrun'><h3>full{escape(f', part {e.part}' if e.part else '')}"
+                f"</h3>{_html_notrun(e, short=False)}</div>"
+            )
+        parts.append("<div class='runs'>" + "\n".join(cards) + "</div>")
+        parts.append(_html_findings(p))
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

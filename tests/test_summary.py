@@ -1,0 +1,185 @@
+"""The front page (``paperzoo.summary``): quick and full side by side, verdicts by CSS class,
+links that resolve from the page, and the reason a run does not count."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from paperzoo.report import ClaimResult, Result, load_result, write_report
+from paperzoo.summary import (
+    FULL_SCALE_NOT_RUN,
+    not_counted_reason,
+    render_summary_html,
+    render_summary_markdown,
+)
+
+
+def _result(
+    paper: str = "coordconv",
+    scale: str = "quick",
+    seeds: tuple[int, ...] = (0, 1, 2, 3),
+    *,
+    values: tuple[float, ...] = (1.0, 0.99, 1.0, 0.98),
+    other: tuple[float, ...] = (0.5, 0.4, 0.6, 0.5),
+    **kw,
+) -> Result:
+    n = len(seeds)
+    claims = [
+        ClaimResult("split.acc", "accuracy on the split", 1.0, list(values[:n]), ">= 0.95"),
+        ClaimResult("split.gap", "A beats B", 0.1, list(other[:n]), ">= 0.7"),
+        ClaimResult("params", "parameter count", 7553, [7553] * n, "== 7553", kind="check"),
+    ]
+    return Result(
+        paper=paper,
+        title=f"The {paper} paper",
+        scale=scale,
+        seeds=list(seeds),
+        device="cpu",
+        wall_seconds=600.0,
+        paperzoo_version="0.2.0",
+        torch_version="2.13.0",
+        data=[{"name": "gen", "source": "generated", "n_train": 10, "n_test": 5}],
+        claims=claims,
+        **kw,
+    )
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.imgs: list[str] = []
+        self.classes: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "a" and a.get("href"):
+            self.hrefs.append(a["href"] or "")
+        if tag == "img":
+            self.imgs.append(a.get("src") or "")
+        self.classes += (a.get("class") or "").split()
+
+
+def _parse(html: str) -> _Links:
+    p = _Links()
+    p.feed(html)
+    return p
+
+
+# Emoji and pictographs (✅ U+2705, ❌ U+274C, ⚠ U+26A0 ...) and the emoji variation selector:
+# Chromium on Debian has no font for them and draws empty boxes.
+_EMOJI = re.compile("[\u2190-\u2bff\ufe0f\U0001f000-\U0001faff]")
+
+
+def test_quick_and_full_side_by_side_with_verdict_classes_and_no_emoji() -> None:
+    full = _result(scale="full", seeds=(0,), values=(0.9,), other=(0.8,))
+    html = render_summary_html([_result(), full])
+    assert "<th>quick</th><th>full</th>" in html  # the overview's two columns
+    # one column group per run in the findings table, quick first
+    groups = re.findall(r"<th colspan='3' class='run'>([^<]*)</th>", html)
+    assert groups == ["quick", "full"]
+    classes = _parse(html).classes
+    for cls in ("v-holds", "v-fails", "h-some"):
+        assert cls in classes, cls
+    # the full run: one seed, split.acc 0.9 < 0.95 fails, split.gap 0.8 >= 0.7 holds
+    assert "1 of 2 findings reproduced (full, 1 seed)" in html
+    assert "1 of 2 findings reproduced (quick, 4 seeds)" in html
+    assert not _EMOJI.search(html)
+    assert not _EMOJI.search(render_summary_markdown([_result(), full]))
+
+
+def test_figure_and_report_links_resolve_relative_to_the_page(tmp_path: Path) -> None:
+    results_dir = tmp_path / "results"
+    dirs = [results_dir / "coordconv-quick", results_dir / "wrm quick"]  # a space: quoted
+    write_report(_result(), dirs[0])
+    write_report(_result("wrm"), dirs[1])
+    loaded = [load_result(d) for d in dirs]
+    (tmp_path / "docs").mkdir()  # a page in another directory: links go through ..
+    for base in (results_dir, tmp_path / "docs"):
+        page = _parse(render_summary_html(loaded, dirs=dirs, base=base))
+        files = [h for h in page.hrefs if not h.startswith("#")]
+        assert {Path(unquote(h)).name for h in files} == {
+            "report.md",
+            "results.json",
+            "findings_by_seed.png",
+        }
+        assert len(page.imgs) == 2
+        for link in files + page.imgs:
+            assert not Path(unquote(link)).is_absolute()
+            assert (base / unquote(link)).is_file(), link
+        assert "figures/findings_by_seed.png" in page.imgs[0]
+    md = render_summary_markdown(loaded, dirs=dirs, base=tmp_path / "docs")
+    for link in re.findall(r"\]\(([^)]+)\)", md):
+        assert (tmp_path / "docs" / unquote(link)).is_file(), link
+
+
+def test_a_modified_config_run_says_why_it_does_not_count() -> None:
+    modified = _result(overrides={"steps": "5"})
+    assert not_counted_reason(modified) is not None
+    assert "modified config" in not_counted_reason(modified)  # type: ignore[operator]
+    html = render_summary_html([modified])
+    assert "modified config" in html and "--set steps=5" in html
+    assert "findings reproduced" not in html.split("<table class='overview'>")[1]
+    assert "h-uncounted" in _parse(html).classes
+    assert "h-all" not in _parse(html).classes and "h-some" not in _parse(html).classes
+    md = render_summary_markdown([modified], overview_only=True)
+    assert "not counted: modified config" in md and "--set steps=5" in md
+    assert "findings reproduced" not in md
+
+
+@pytest.mark.parametrize(
+    ("kw", "why"),
+    [
+        ({"seeds": (0, 1)}, "only over 4 seeds"),
+        ({"scale": "smoke"}, "smoke runs"),
+        ({"shard": (0, 3)}, "shard 0/3"),
+        ({"partial": {"max_steps": 3, "estimate_seconds": 7200.0}}, "--max-steps 3"),
+    ],
+)
+def test_every_run_that_does_not_count_names_why(kw: dict, why: str) -> None:
+    r = _result(**kw)
+    reason = not_counted_reason(r)
+    assert reason is not None and why in reason
+    assert why in render_summary_html([r])
+    assert not_counted_reason(_result()) is None
+    assert not_counted_reason(_result(scale="full", seeds=(0,))) is None
+
+
+def test_not_the_papers_setting_does_not_count() -> None:
+    r = _result(scale="full", seeds=(0,))
+    r.setting_note = "--dataset mnist5k instead of the paper's MNIST"  # type: ignore[attr-defined]
+    reason = not_counted_reason(r)
+    assert reason is not None and "not the paper's setting" in reason
+    assert "mnist5k" in render_summary_html([r])
+
+
+def test_papers_without_a_full_run_say_why_and_a_part_replaces_its_entry() -> None:
+    html = render_summary_html([_result("resnet")])
+    assert "not run: needs data and a GPU" in html
+    assert "CIFAR-10" in html  # the sentence from FULL_SCALE_NOT_RUN
+    assert "needs a GPU" in render_summary_markdown([_result("draw")], overview_only=True)
+    wrm_parts = {e.part for e in FULL_SCALE_NOT_RUN["wrm"]}
+    assert wrm_parts == {"spheres", "mnist"}
+    spheres = _result("wrm", scale="full", seeds=(0,))
+    spheres.part = "spheres"  # type: ignore[attr-defined]  # a --part run
+    md = render_summary_markdown([_result("wrm"), spheres], overview_only=True)
+    row = next(line for line in md.splitlines() if line.startswith("| `wrm`"))
+    assert "part spheres:" in row and "not run (mnist): needs a GPU" in row
+    assert "not run (spheres)" not in row
+    # a full run of the whole paper leaves no reason behind
+    whole = render_summary_html([_result("resnet"), _result("resnet", "full", (0,))])
+    assert "not run" not in whole
+
+
+def test_every_paper_has_a_full_scale_reason_and_papers_keep_the_readme_order() -> None:
+    from paperzoo.experiments import EXPERIMENTS
+
+    assert set(FULL_SCALE_NOT_RUN) == set(EXPERIMENTS.names())
+    md = render_summary_markdown([_result("gat"), _result("resnet")], overview_only=True)
+    rows = [line.split("`")[1] for line in md.splitlines()[2:]]
+    assert rows == ["resnet", "gat"]
