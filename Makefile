@@ -10,7 +10,7 @@ PAPER ?= coordconv
 SCALE ?= quick
 ARGS ?=
 
-.PHONY: install reproduce test lint bench clean
+.PHONY: install reproduce test lint bench clean summary screenshot gpu-check
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,16 @@ $(BIN)/.bench: $(BIN)/.installed
 
 bench: $(BIN)/.bench
 	$(BIN)/paperzoo bench $(PAPER_BENCH)
+
+# README's results and performance tables, docs/results.md, docs/benchmarks.md's tables and the
+# front page results/index.html, from the runs and bench reports committed under results/
+summary: install
+	$(BIN)/python tools/update_summary.py --readme
+	$(BIN)/python tools/bench_overview.py --write
+
+# a PNG of the front page (headless Chromium: apt-get install -y chromium)
+screenshot: summary
+	tools/screenshot_summary.sh results/index.html $(or $(PNG),/tmp/paperzoo-summary.png)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in changed:
             sys.stdout.write(f"would change {p.relative_to(ROOT)}\n")
         return 1 if changed else 0
-    for p, t in outputs.items():
+    for p in changed:
+        t = outputs[p]
         p.write_text(t, encoding="utf-8")
         sys.stdout.write(f"wrote {p.relative_to(ROOT)}\n")
     return 0

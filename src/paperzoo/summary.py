@@ -522,6 +522,8 @@ def _html_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
     items = []
     for run in runs:
         text = _html_headline(run)
+        if run.part:
+            text = f"part {escape(run.part)}: {text}"
         if run.dir is not None:
             text += f" <a href='{_link(run.dir / 'report.md', base)}'>report</a>"
         items.append(text)
