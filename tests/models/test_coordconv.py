@@ -106,6 +106,30 @@ def test_max_pool_regressor_can_express_the_exact_solution():
     assert torch.allclose(pred, centres.float(), atol=1e-3)
 
 
+@pytest.mark.parametrize("add_coords", [True, False])
+def test_regressor_maps_equal_the_layer_by_layer_network(add_coords):
+    """``maps`` (the affine layers collapsed into one 5x5 kernel plus the image-independent part)
+    computes the authors' layer-by-layer network: the same maps and the same gradients, for
+    images with a zero outer frame (every Not-so-Clevr image) and for any other input."""
+    torch.manual_seed(0)
+    model = CoordConvRegressor(add_coords=add_coords)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))  # non-zero biases too
+    inner = torch.zeros(3, 1, 64, 64)
+    inner[:, :, 1:-1, 1:-1] = torch.randn(3, 1, 62, 62)
+    edge = torch.randn(2, 1, 64, 64)  # non-zero frame: the layer-by-layer path
+    for x in (onehot_images(all_centres()[::301]), inner, edge):
+        fast, ref = model.maps(x), model.maps_layer_by_layer(x)
+        assert torch.allclose(fast, ref, rtol=1e-5, atol=1e-4 * ref.abs().max().item())
+        g_fast = torch.autograd.grad(model(x).sum(), list(model.parameters()))
+        g_ref = torch.autograd.grad(
+            model.maps_layer_by_layer(x).amax((2, 3)).sum(), list(model.parameters())
+        )
+        for a, b in zip(g_fast, g_ref, strict=True):
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-4 * b.abs().max().item() + 1e-6)
+
+
 def test_conv_regressor_outputs_are_non_negative():
     torch.manual_seed(0)
     model = ConvRegressor().eval()

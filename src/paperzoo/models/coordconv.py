@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from paperzoo.models.registry import MODELS
@@ -181,12 +182,51 @@ class CoordConvRegressor(nn.Module):
         self.net = nn.Sequential(*layers)
         _he_normal_(self)
 
-    def maps(self, x: Tensor) -> Tensor:
-        """The two output maps before the global max pool. (B, 1, H, W) -> (B, 2, H, W)"""
+    def maps_layer_by_layer(self, x: Tensor) -> Tensor:
+        """``maps`` computed layer by layer, as the authors' graph does (the reference for
+        ``maps``). (B, 1, H, W) -> (B, 2, H, W)"""
         if self.add_coords is not None:
             x = self.add_coords(x)  # (B, 1 + 2 (+1), H, W)
         x = x.contiguous(memory_format=torch.channels_last)  # faster convolutions on a CPU
         return self.net(x)
+
+    def maps(self, x: Tensor) -> Tensor:
+        """The two output maps before the global max pool. (B, 1, H, W) -> (B, 2, H, W)
+
+        The same function as ``maps_layer_by_layer`` (equal up to float rounding, and so are the
+        gradients), computed with fewer, larger operations where it is exact. Every layer is
+        affine (no activation) and a zero-padded convolution is linear in its input map, so
+
+            maps(x) = L(x) + maps(0),
+
+        where ``maps(0)`` (the coordinate channels and the biases, the same for every image) is
+        computed once per call, and L is the bias-free part that reads the image channel: the
+        three 1x1 convolutions collapse into a vector ``a`` (their product restricted to the
+        image channel) and the two 3x3 convolutions into one 5x5 kernel,
+        K5[d] = sum_{q + r = d} W_out[:, :, q] (W_3 a)[:, r]. The composite kernel equals the two
+        zero-padded 3x3 convolutions wherever the image's outer one-pixel frame is zero (no
+        image pixel then reaches an intermediate position outside the map), which holds for
+        every Not-so-Clevr image (hot pixels at least 4 pixels from the edge); any other input
+        takes ``maps_layer_by_layer``. Measured at one CPU thread, batch 256: about 0.11 s per
+        training step instead of 0.47 s.
+        """
+        frame = torch.cat([x[..., 0, :], x[..., -1, :], x[..., :, 0], x[..., :, -1]], -1)
+        if bool(frame.any()):
+            return self.maps_layer_by_layer(x)
+        *ones, conv3, conv_out = self.net  # the 1x1 convolutions, then the two 3x3
+        assert isinstance(conv3, nn.Conv2d) and isinstance(conv_out, nn.Conv2d)
+        a = ones[0].weight[:, 0, 0, 0]  # (C1,): the first 1x1 convolution's image column
+        for layer in ones[1:]:
+            assert isinstance(layer, nn.Conv2d)
+            a = layer.weight[:, :, 0, 0] @ a  # (C_next,)
+        k3 = torch.einsum("oikl,i->okl", conv3.weight, a)  # (C3, 3, 3): conv3 of (a x)
+        k5 = x.new_zeros(conv_out.out_channels, 5, 5)
+        for di in range(3):
+            for dj in range(3):  # the output conv's tap (di, dj) shifts conv3's kernel
+                tap = torch.einsum("ok,kab->oab", conv_out.weight[:, :, di, dj], k3)
+                k5 = k5 + F.pad(tap, (dj, 2 - dj, di, 2 - di))  # (2, 5, 5)
+        lin = F.conv2d(x, k5[:, None], padding=2)  # (B, 2, H, W): L(x)
+        return lin + self.maps_layer_by_layer(torch.zeros_like(x[:1]))  # + maps(0), (1, 2, H, W)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.maps(x).amax(dim=(2, 3))  # (B, 2, H, W) -> (B, 2): global max pool
