@@ -155,3 +155,13 @@ def test_iterate_eval_batches_the_first_images(tmp_path: Path) -> None:
     assert torch.cat([y for _, y in batches]).tolist() == val.labels.tolist()
     assert [len(y) for _, y in iterate_eval(val, batch_size=2, limit=3)] == [2, 1]
     assert "DIR/imagenet/val/<wnid>/*.JPEG" in LAYOUT
+
+
+def test_subset_draws_across_classes_in_file_order(tmp_path: Path) -> None:
+    root = write_fixture(tmp_path, train=4, val=1)
+    index = scan_image_folder(root / "imagenet" / "train")
+    sub = index.subset(6, seed=1)
+    assert len(sub) == 6 and list(sub.paths) == sorted(sub.paths)
+    assert set(sub.paths) <= set(index.paths) and len(set(sub.labels.tolist())) > 1
+    assert sub.sha256 != index.sha256 and index.subset(None) is index and index.subset(99) is index
+    assert sub.paths == index.subset(6, seed=1).paths

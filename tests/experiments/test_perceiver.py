@@ -1,4 +1,6 @@
-"""The Perceiver reproduction: smoke pipeline and (slow) the quick-scale claims."""
+"""The Perceiver reproduction: the digit pipeline at smoke scale, the paper's ImageNet experiment
+at full scale (config, refusal without data, a capped run on a generated ImageNet fixture), and
+(slow) the quick-scale claims."""
 
 from __future__ import annotations
 
@@ -6,18 +8,33 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from torch import nn
 
+from paperzoo.cli import main
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.perceiver import CONFIGS, build_models, translate
+from paperzoo.experiments.perceiver import (
+    CONFIGS,
+    ConvNetWithPositions,
+    PerceiverImageNetConfig,
+    build_imagenet_models,
+    build_models,
+    imagenet_perceiver_config,
+    step_decay,
+    translate,
+)
 from paperzoo.experiments.runner import get_experiment, run_experiment
+from paperzoo.models.perceiver import IMAGENET, Perceiver
+from paperzoo.utils import count_params
 
 
 def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
     result = run_experiment("perceiver", smoke_ctx)
     data = json.loads((smoke_ctx.out_dir / "results.json").read_text())
-    declared = {c.id for c in get_experiment("perceiver").claims}
+    declared = {c.id for c in get_experiment("perceiver").claims_at(smoke_ctx)}
+    assert not any(i.startswith("imagenet.") for i in declared)  # the paper's: full only
     assert {c["id"] for c in data["claims"]} == declared
     assert all(c["measured"] is not None for c in data["claims"])
     by_id = {c.id: c for c in result.claims}
@@ -80,8 +97,159 @@ def test_models_share_initialisation_and_see_their_pixel_order() -> None:
 def test_quick_scale_claims_hold(tmp_path: Path) -> None:
     ctx = RunContext(scale="quick", seed=0, out_dir=tmp_path / "out", quiet=True)
     result = run_experiment("perceiver", ctx)
-    # At quick scale the Perceiver stays below the MLP (docs/perceiver.md, "What fails, and
-    # why"); that finding may fail here, nothing else may.
-    known = {"mnist.perceiver_vs_mlp.test_acc"}
+    # The comparison with the MLP is a reported check (issue 31); every finding holds at seed 0.
     failing = [(c.id, c.measured, c.target) for c in result.claims if c.holds is False]
-    assert {i for i, _, _ in failing} <= known, failing
+    assert not failing, failing
+
+
+def test_comparison_with_the_mlp_is_a_reported_check() -> None:
+    spec = {c.id: c for c in get_experiment("perceiver").claims}["mnist.perceiver_vs_mlp.test_acc"]
+    assert spec.kind == "check" and set(spec.targets().values()) == {"reported"}
+
+
+# -- full scale: the paper's ImageNet experiment ---------------------------------------------------
+
+CLASSES = ("n01440764", "n01443537", "n01484850")
+
+
+def write_imagenet(root: Path, *, train: int = 2, val: int = 1, size: int = 256) -> Path:
+    """A tiny ImageNet in the ILSVRC2012 folder layout: random JPEGs in three class folders."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, n in (("train", train), ("val", val)):
+        for c in CLASSES:
+            d = root / "imagenet" / split / c
+            d.mkdir(parents=True)
+            for i in range(n):
+                pixels = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(d / f"{c}_{i}.JPEG")
+    return root
+
+
+def test_full_config_is_the_papers_imagenet_experiment() -> None:
+    cfg = CONFIGS["full"]
+    assert isinstance(cfg, PerceiverImageNetConfig)
+    assert cfg.perceiver == IMAGENET
+    p = imagenet_perceiver_config(cfg, 1000)
+    assert (p.num_latents, p.latent_dim, p.num_cross_attends, p.self_attends_per_block) == (
+        512, 1024, 8, 6,
+    )  # fmt: skip
+    assert (p.cross_heads, p.self_heads, p.num_bands, p.index_dims) == (1, 8, 64, (224, 224))
+    assert p.share_weights and p.input_dim == 261  # RGB + 2 x (2 x 64 + 1) Fourier channels
+    with torch.device("meta"):
+        assert count_params(Perceiver(config=p)) == 44_914_302
+    assert (cfg.epochs, cfg.lr, cfg.lr_decay_epochs, cfg.lr_decay_factor) == (
+        120, 4e-3, (84, 102, 114), 0.1,
+    )  # fmt: skip
+    assert (cfg.image_size, cfg.resnet) == (224, "resnet50")
+
+
+def test_step_decay_divides_by_ten_at_the_papers_epochs() -> None:
+    mult = step_decay(10, (84, 102, 114), 0.1)  # 10 steps an epoch
+    got = [mult(s) for s in (0, 839, 840, 1019, 1020, 1140, 1199)]
+    assert got == pytest.approx([1.0, 1.0, 0.1, 0.1, 0.01, 0.001, 0.001])
+    warm = step_decay(10, (84,), 0.1, warmup_epochs=5)  # the ResNet's linear warm-up
+    assert warm(0) == pytest.approx(1 / 50) and warm(49) == pytest.approx(1.0) and warm(60) == 1.0
+
+
+def test_full_claims_follow_the_data_set() -> None:
+    exp = get_experiment("perceiver")
+    paper = {c.id for c in exp.claims_at(RunContext(scale="full"))}
+    assert paper == {
+        "imagenet.perceiver.top1", "imagenet.perceiver_permuted.top1",
+        "imagenet.resnet50_permuted.top1", "imagenet.resnet50.top1", "imagenet.perceiver.acc_gap",
+        "imagenet.perceiver.invariant", "params.imagenet_config", "params.imagenet_config_unshared",
+    }  # fmt: skip
+    targets = {c.id: c.target_at("full") for c in exp.claims if c.id in paper}
+    assert targets["imagenet.perceiver.top1"] == ">= 0.77"  # one-sided: beating 78.0 is no failure
+    assert targets["imagenet.resnet50_permuted.top1"] == "<= 0.444"
+    digits = RunContext(scale="full", dataset="mnist")
+    variant = {c.id for c in exp.claims_at(digits)}
+    assert not any(i.startswith("imagenet.") for i in variant)
+    assert "permuted.perceiver_vs_convnet.test_acc" in variant
+    assert (
+        exp.setting_note(digits) is not None and exp.setting_note(RunContext(scale="full")) is None
+    )
+    with pytest.raises(ValueError, match="full only"):
+        exp.dataset_name(RunContext(scale="quick", dataset="imagenet"))
+
+
+def test_imagenet_models_move_positions_with_the_pixels() -> None:
+    cfg = replace(
+        CONFIGS["full"],
+        perceiver=replace(
+            IMAGENET, num_latents=4, latent_dim=8, num_cross_attends=2, self_attends_per_block=1,
+            self_heads=2, num_bands=3,
+        ),
+        image_size=6,
+        resnet="resnet18",
+    )  # fmt: skip
+    perm = torch.randperm(36, generator=torch.Generator().manual_seed(0))
+    models = build_imagenet_models(cfg, num_classes=5, perm=perm, seed=1)
+    x = torch.randn(2, 3, 6, 6)
+    with torch.no_grad():
+        # Same initialisation; the permuted Perceiver sees pixels and positions moved together,
+        # so it computes the raster one's function.
+        a, b = models["perceiver_raster"](x), models["perceiver_permuted"](x)
+    assert torch.allclose(a, b, atol=1e-5)
+    # ResNet-50 (FF): RGB + the 2 x (2 x 3 + 1) = 14 Fourier channels, pixels permuted together.
+    ff = ConvNetWithPositions(nn.Identity(), models["resnet50_permuted"].pos, perm)
+    out = ff(x)
+    raster = torch.cat([x, models["resnet50_raster"].pos.expand(2, -1, -1, -1)], 1)
+    assert out.shape == (2, 17, 6, 6)
+    assert torch.equal(out.flatten(2), raster.flatten(2)[:, :, perm])
+    r1, r2 = models["resnet50_raster"].convnet, models["resnet50_permuted"].convnet
+    assert all(torch.equal(p, q) for p, q in zip(r1.parameters(), r2.parameters(), strict=True))
+
+
+def test_full_run_without_imagenet_exits_2_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["reproduce", "perceiver", "--scale", "full", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "DIR/imagenet/train/<wnid>/*.JPEG" in err
+    assert not out.exists()
+
+
+# The paper's pipeline end to end on a generated ImageNet in the real folder layout, capped at 3
+# steps per model; the Perceiver and the crops are shrunk with --set (the real model takes tens of
+# CPU-seconds per image), everything else is the full config.
+SHRINK = [
+    "perceiver.num_latents=8", "perceiver.latent_dim=16", "perceiver.num_cross_attends=2",
+    "perceiver.self_attends_per_block=1", "perceiver.self_heads=2", "perceiver.num_bands=4",
+    "image_size=32", "eval_resize=36", "resnet=resnet18", "micro_batch=4", "workers=2",
+    "eval_batch=2",
+]  # fmt: skip
+
+
+def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path) -> None:
+    root = write_imagenet(tmp_path / "data")
+    out = tmp_path / "out"
+    argv = ["reproduce", "perceiver", "--scale", "full", "--data-root", str(root)]
+    argv += ["--max-steps", "3", "--out", str(out), "--quiet", "--threads", "1"]
+    for item in SHRINK:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["partial"] is True and res["max_steps"] == 3 and res["findings_reproduced"] is None
+    (data,) = res["data"]
+    assert (data["name"], data["n_train"], data["n_test"]) == ("imagenet", 6, 3)
+    assert len(data["sha256"]) == 64
+    claims = {c["id"]: c for c in res["claims"]}
+    assert {i for i in claims if not i.startswith("params.")} == {
+        "imagenet.perceiver.top1", "imagenet.perceiver_permuted.top1",
+        "imagenet.resnet50_permuted.top1", "imagenet.resnet50.top1", "imagenet.perceiver.acc_gap",
+        "imagenet.perceiver.invariant",
+    }  # fmt: skip
+    assert claims["imagenet.perceiver.invariant"]["measured"] is True
+    for key in ("perceiver_raster", "perceiver_permuted", "resnet50_raster", "resnet50_permuted"):
+        assert (out / "runs" / key / "metrics.jsonl").exists()
+    # Each model ran 3 of its 120 planned steps (6 images, batch 6: one step an epoch); the
+    # evaluation reads at most 3 batches of 2 validation images, all 3 of them here.
+    loops = {lp["desc"]: lp for lp in res["estimate"]["loops"]}
+    assert {k: (lp["planned"], lp["run"]) for k, lp in loops.items()} == {
+        k: (120, 3)
+        for k in ("perceiver_raster", "perceiver_permuted", "resnet50_raster", "resnet50_permuted")
+    }
+    assert res["details"]["validation_images"] == 3
+    assert res["estimate_seconds"] > res["wall_seconds"]

@@ -110,6 +110,21 @@ class ImageFolderIndex:
     def __len__(self) -> int:
         return len(self.paths)
 
+    def subset(self, n: int | None, *, seed: int = 0) -> ImageFolderIndex:
+        """``n`` images drawn at random (seeded), kept in file order (None or >= len: self).
+
+        The listing is sorted by class, so a prefix would keep only the first classes."""
+        if n is None or n >= len(self):
+            return self
+        if n < 1:
+            raise ValueError(f"a subset needs n >= 1, got {n}")
+        keep = np.sort(np.random.default_rng(seed).choice(len(self), size=n, replace=False))
+        paths = tuple(self.paths[i] for i in keep)
+        digest = hashlib.sha256(f"{self.sha256}:{','.join(map(str, keep))}".encode())
+        return ImageFolderIndex(
+            self.root, self.classes, paths, self.labels[keep], digest.hexdigest()
+        )
+
     def load(self, i: int):  # -> PIL.Image.Image (RGB)
         """Decode image ``i`` as RGB (greyscale and CMYK files are converted)."""
         from PIL import Image

