@@ -49,5 +49,10 @@ summary: install
 screenshot: summary
 	tools/screenshot_summary.sh results/index.html $(or $(PNG),/tmp/paperzoo-summary.png)
 
+# every paper's full config for a few steps on CUDA and each one's estimate (tools/gpu_check.sh;
+# DATA_ROOT=DIR, SYNTH=1, PAPERS="...", DEVICE=cpu SCALE=smoke for the plumbing)
+gpu-check: install
+	SCALE=$(if $(filter command line environment,$(origin SCALE)),$(SCALE),full) tools/gpu_check.sh
+
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
