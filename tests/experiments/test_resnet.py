@@ -49,12 +49,13 @@ def test_table6_depths_are_judged_at_full_scale_only(tmp_path: Path) -> None:
     claims = {c.id: c for c in exp.claims}
     for d, err in ((32, 7.51), (44, 7.17), (110, 6.43)):
         claim = claims[f"test_err.resnet{d}"]
-        assert claim.scales == ("full",) and claim.target_at("full") == f"within 10% of {err}"
-    # The full scale's extra nets on the smoke data, two steps: each depth's test error is measured.
+        assert claim.scales == ("full",) and claim.target_at("full") == f"<= {1.1 * err:.2f}"
+    # The full scale's extra nets on the smoke data (named: not the paper's setting), two steps:
+    # each depth's test error is measured.
     cfg = replace(
         exp.config("smoke"), more=("resnet32",), steps=2, eval_every=0, loss_window=1, n_test=16
     )
-    ctx = RunContext(scale="full", out_dir=tmp_path / "full", quiet=True)
+    ctx = RunContext(scale="full", out_dir=tmp_path / "full", quiet=True, dataset="digits")
     outcome = exp.run(cfg, ctx)
     assert outcome.measured["test_err.resnet32"] == pytest.approx(
         100 * outcome.details["runs"]["resnet32"]["test_err"]
@@ -105,3 +106,64 @@ def test_quick_data_are_digits_pooled_to_7x7(tmp_path: Path) -> None:
     raw = exp._data(replace(cfg, downsample=1), RunContext(scale="quick", out_dir=tmp_path))[0]
     pooled = torch.nn.functional.avg_pool2d(raw["x"], 4)
     assert torch.allclose(data["x"], pooled, atol=1e-5)
+
+
+def test_full_test_error_targets_are_one_sided() -> None:
+    # Beating the paper is no failure: ResNet-110 at 6.0 % (paper 6.43) holds; it failed against
+    # the two-sided "within 10% of 6.43" before. Above the paper plus 10 % still fails.
+    from paperzoo.report import evaluate_target
+
+    claims = {c.id: c for c in ResNetExperiment.claims}
+    t110 = claims["test_err.resnet110"].target_at("full")
+    assert evaluate_target(t110, 6.0) is True and evaluate_target(t110, 3.0) is True
+    assert evaluate_target(t110, 7.2) is False
+    for cid in ("test_err.residual_shallow", "test_err.residual_deep"):
+        claim = claims[cid]
+        assert evaluate_target(claim.target_at("full"), 0.5 * claim.paper) is True
+        assert evaluate_target(claim.target_at("full"), 1.2 * claim.paper) is False
+    # parameter counts stay two-sided
+    assert claims["params.resnet110"].target_at("full").startswith("within")
+
+
+def test_each_scale_reads_its_own_data_set_and_full_the_papers() -> None:
+    exp = ResNetExperiment()
+    names = {s: exp.dataset_name(RunContext(scale=s)) for s in ("smoke", "quick", "full")}
+    assert names == {"smoke": "digits", "quick": "mnist5k", "full": "cifar10"}
+    assert exp.setting_note(RunContext(scale="full")) is None
+    assert exp.setting_note(RunContext(scale="quick")) is None
+    assert "cifar10" in (exp.setting_note(RunContext(scale="full", dataset="mnist5k")) or "")
+    cfg_fields = {f for f in exp.config("full").__dataclass_fields__}
+    assert "dataset" not in cfg_fields  # one place names the default: no config to disagree
+
+
+def test_full_run_without_data_root_exits_2_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    from paperzoo.cli import main
+
+    out = tmp_path / "out"
+    argv = ["reproduce", "resnet", "--scale", "full", "--max-steps", "1", "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "CIFAR-10" in err[0] and "--data-root" in err[0]
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_dry_run_evaluates_the_first_batches_only(tmp_path: Path, monkeypatch) -> None:
+    # --max-steps N: the validation and test errors read N batches of 500 images, not the whole
+    # sets (9 nets x 15,000 images were most of a full dry run's time).
+    from paperzoo.engine import budget
+
+    exp = ResNetExperiment()
+    cfg = replace(exp.config("smoke"), steps=2, eval_every=0, loss_window=1, n_test=None)
+    ctx = RunContext(scale="smoke", out_dir=tmp_path, quiet=True, dataset="mnist5k")
+    data, _, k = exp._data(replace(cfg, n_val=1200), ctx)
+    seen: list[int] = []
+    orig = ResNetExperiment._error
+
+    def spy(model, x, y, device):  # noqa: ANN001, ANN202
+        seen.append(len(x))
+        return orig(model, x, y, device)
+
+    monkeypatch.setattr(ResNetExperiment, "_error", staticmethod(spy))
+    with budget.capped(budget.StepBudget(1)):
+        exp._train_one("resnet8", replace(cfg, n_val=1200), ctx, data, k)
+    assert seen and max(seen) == 500  # validation (1,200) and test (1,000) cut to one batch

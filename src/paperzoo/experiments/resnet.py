@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +53,7 @@ from paperzoo.data import load_dataset
 from paperzoo.data.base import DataInfo, Split
 from paperzoo.data.cifar import random_crop_flip
 from paperzoo.data.splits import validation_split
-from paperzoo.engine import History, TrainConfig, Trainer, seeded
+from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.engine.distributed import DistInfo, all_reduce_mean, current
 from paperzoo.engine.trainer import BatchSampler
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
@@ -67,7 +67,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ResNetConfig:
-    dataset: str  # default data set (``--dataset`` overrides)
     plain_shallow: str  # shallow plain net of the degradation claims (paper: plain20)
     plain_deep: str  # deep plain net (paper: plain56)
     res_shallow: str  # ResNet twin of the shallow net (for the figure)
@@ -103,6 +102,12 @@ PAPER_TEST_ERROR = {
     "resnet1202": 7.93,
 }
 
+
+def _at_most(paper_err: float, rel_tol: float = 0.10) -> str:
+    """A one-sided target for a test error (%): ``<= paper + rel_tol * paper`` (2 decimals)."""
+    return f"<= {paper_err * (1 + rel_tol):.2f}"
+
+
 _DEGRADATION_PAPER = "> 0 (Fig. 1, 6)"
 _CLAIMS = (
     ClaimSpec(
@@ -135,22 +140,24 @@ _CLAIMS = (
         "< 0",
     ),
     # Table 6 / Fig. 6 test errors (%), for the nets trained at every scale (ResNet-32/44/110 are
-    # trained at full scale only and judged there, below). Full: the
-    # paper's CIFAR-10 numbers within 10 % (about 0.7-0.9 points: the paper's ResNet-110 spread is
-    # 0.16 std over 5 runs, and our nets train on 45k images). Quick (7x7 digits, not CIFAR): the
-    # ResNets generalise, at most 15 % test error (set from the validation error of a probe,
-    # 10.4 / 9.2 % on 500 held-out training digits; docs/resnet.md).
+    # trained at full scale only and judged there, below). Full: one-sided, at most the paper's
+    # CIFAR-10 error plus 10 % of it (0.64-0.88 points; a lower error than the paper's is no
+    # failure). Why 10 %: the paper's only reported spread is ResNet-110's 0.16 std over 5 runs
+    # (6.61 +- 0.16 against its best 6.43), and our nets train on the 45k split, so a run may
+    # land a few tenths above the paper's best for reasons that are not the method. Quick (7x7
+    # digits, not CIFAR): the ResNets generalise, at most 15 % test error (set from the
+    # validation error of a probe, 10.4 / 9.2 % on 500 held-out training digits; docs/resnet.md).
     ClaimSpec(
         "test_err.residual_shallow",
         "test error (%) of the shallow ResNet (ResNet-20; CIFAR-10 at full scale)",
         8.75,
-        {"quick": "<= 15", "full": "within 10% of 8.75"},
+        {"quick": "<= 15", "full": _at_most(8.75)},
     ),
     ClaimSpec(
         "test_err.residual_deep",
         "test error (%) of the deep ResNet (ResNet-56; CIFAR-10 at full scale)",
         6.97,
-        {"quick": "<= 15", "full": "within 10% of 6.97"},
+        {"quick": "<= 15", "full": _at_most(6.97)},
     ),
     # The other depths of Table 6, trained at full scale only (``_FULL_MORE``).
     *(
@@ -158,7 +165,7 @@ _CLAIMS = (
             f"test_err.resnet{d}",
             f"test error (%) of ResNet-{d} on CIFAR-10 (Table 6)",
             PAPER_TEST_ERROR[f"resnet{d}"],
-            f"within 10% of {PAPER_TEST_ERROR[f'resnet{d}']}",
+            _at_most(PAPER_TEST_ERROR[f"resnet{d}"]),
             scales=("full",),
         )
         for d in (32, 44, 110)
@@ -200,10 +207,15 @@ class ResNetExperiment(Experiment):
     name = "resnet"
     title = "Deep Residual Learning for Image Recognition"
     datasets = ("digits", "mnist5k", "cifar10", "cifar100", "mnist", "fashion-mnist")
+    # The data set of each scale when --dataset is not given: full is the paper's CIFAR-10
+    # (``paper_data``, from --data-root); smoke and quick run embedded digits.
+    paper_data = "cifar10"
+    embedded_defaults: ClassVar[Mapping[str, str]] = {"smoke": "digits", "quick": "mnist5k"}
+    not_estimated = ("the validation and test errors beyond the first batches of images",)
     claims = _CLAIMS
     configs = {
         "smoke": ResNetConfig(
-            dataset="digits", plain_shallow="plain8", plain_deep="plain14", res_shallow="resnet8",
+            plain_shallow="plain8", plain_deep="plain14", res_shallow="resnet8",
             res_deep="resnet14", more=(), steps=6, batch_size=32, lr=0.1, milestones=(4,),
             warmup_steps=0, momentum=0.9, weight_decay=1e-4, pad=1, flip=False, n_val=0,
             n_train=256, n_test=64, loss_window=3, log_every=1, eval_every=3,
@@ -214,14 +226,14 @@ class ResNetExperiment(Experiment):
         # warm-up rate: ResNet-56 does not start converging at 0.05-0.1 here, as ResNet-110 at
         # 0.1 in §4.2), /10 at 50 % and 75 % of the steps as §4.2's 32k/48k of 64k.
         "quick": ResNetConfig(
-            dataset="mnist5k", plain_shallow="plain20", plain_deep="plain56",
+            plain_shallow="plain20", plain_deep="plain56",
             res_shallow="resnet20", res_deep="resnet56", more=(), steps=1500, batch_size=64,
             lr=0.01, milestones=(750, 1125), warmup_steps=0, momentum=0.9, weight_decay=1e-4,
             pad=1, flip=False, n_val=0, n_train=None, n_test=None, loss_window=300, log_every=10,
             eval_every=0, channels_last=True, compile=False, downsample=4,
         ),
         "full": ResNetConfig(
-            dataset="cifar10", plain_shallow="plain20", plain_deep="plain56",
+            plain_shallow="plain20", plain_deep="plain56",
             res_shallow="resnet20", res_deep="resnet56", more=_FULL_MORE, steps=64_000,
             batch_size=128, lr=0.1, milestones=(32_000, 48_000), warmup_steps=400, momentum=0.9,
             weight_decay=1e-4, pad=4, flip=True, n_val=5_000, n_train=None, n_test=None,
@@ -236,8 +248,13 @@ class ResNetExperiment(Experiment):
         core = (cfg.plain_shallow, cfg.plain_deep, cfg.res_shallow, cfg.res_deep)
         return core + tuple(m for m in cfg.more if m not in core)
 
+    def default_dataset(self, scale: str) -> str | None:
+        """The data set without ``--dataset``: ``paper_data`` at full, embedded digits at smoke
+        and quick (``embedded_defaults``)."""
+        return self.embedded_defaults.get(scale) or super().default_dataset(scale)
+
     def _data(self, cfg: ResNetConfig, ctx: RunContext) -> tuple[dict[str, Tensor], DataInfo, int]:
-        name = self.dataset_name(ctx) if ctx.dataset is not None else cfg.dataset
+        name = self.dataset_name(ctx)
         split: Split = load_dataset(
             name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
@@ -261,7 +278,13 @@ class ResNetExperiment(Experiment):
             "x_test": ctx.holdout(xt - mean, "x_test"),
             "y_test": ctx.holdout(yt, "y_test"),
         }
-        info = DataInfo(split.info.name, split.info.source, len(x), len(xt))
+        info = DataInfo(
+            split.info.name,
+            split.info.source,
+            len(x),
+            len(xt),
+            sha256=split.info.sha256,  # the loaded data's identity (load_dataset fills it)
+        )
         return data, info, split.num_classes
 
     @staticmethod
@@ -330,8 +353,13 @@ class ResNetExperiment(Experiment):
             err = (logits.detach().argmax(1) != yb).float().mean()
             return F.cross_entropy(logits, yb), {"train_err": err}
 
+        # --max-steps N: validation and test errors on the first N batches of 500 images only
+        # (a dry run evaluated 15,000 images per net before, most of its time).
+        n_val = budget.items(len(data["x_val"]), 500)
+        x_val, y_val = data["x_val"][:n_val], data["y_val"][:n_val]
+
         def eval_fn(m: nn.Module) -> dict[str, float]:  # the monitor: validation error
-            err = self._error(m, data["x_val"], data["y_val"], ctx.device)
+            err = self._error(m, x_val, y_val, ctx.device)
             return {"val_err": float("nan") if err is None else err}
 
         compile_ok = cfg.compile and _compile_available(ctx.device)
@@ -360,15 +388,18 @@ class ResNetExperiment(Experiment):
         y = data["y"].to(ctx.device)
         hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=True)
         start = cfg.steps - cfg.loss_window
+        n_test = budget.items(len(data["x_test"]), 500)
         with ctx.final_evaluation():  # training is over: the test error is a final number
-            test_err = self._error(model, data["x_test"], data["y_test"], ctx.device)
+            test_err = self._error(
+                model, data["x_test"][:n_test], data["y_test"][:n_test], ctx.device
+            )
         return {
             "params": count_params(model),
             # under DDP each rank logs its own share of the batch: average over ranks
             "final_train_loss": all_reduce_mean(_window_mean(hist, "loss", start)),
             "final_train_err": all_reduce_mean(_window_mean(hist, "train_err", start)),
             "test_err": float("nan") if test_err is None else test_err,
-            "val_err": self._error(model, data["x_val"], data["y_val"], ctx.device),
+            "val_err": self._error(model, x_val, y_val, ctx.device),
             "curve": dict(zip(("step", "loss"), hist.series("loss"), strict=True)),
             "err_curve": dict(zip(("step", "train_err"), hist.series("train_err"), strict=True)),
             "val_curve": dict(zip(("step", "val_err"), hist.series("val_err"), strict=True)),
