@@ -14,6 +14,7 @@ from paperzoo.data.imagenet import (
     LAYOUT,
     ImageNetTrainSource,
     RandAugment,
+    count_images,
     eval_transform,
     imagenet_info,
     iterate_eval,
@@ -57,6 +58,7 @@ def test_listing_labels_classes_in_sorted_order(tmp_path: Path) -> None:
     train = scan_image_folder(root / "imagenet" / "train")
     val = scan_image_folder(root / "imagenet" / "val", train.classes)
     assert train.classes == CLASSES and len(train) == 6 and len(val) == 3
+    assert count_images(root / "imagenet" / "train") == 6 and count_images(root / "x") is None
     assert train.labels.tolist() == [0, 0, 1, 1, 2, 2]
     assert all(
         p.startswith(train.classes[k]) for p, k in zip(train.paths, train.labels, strict=True)

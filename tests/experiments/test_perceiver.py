@@ -253,3 +253,17 @@ def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path) -> None:
     }
     assert res["details"]["validation_images"] == 3
     assert res["estimate_seconds"] > res["wall_seconds"]
+
+
+def test_full_plan_counts_the_images_under_the_data_root(tmp_path: Path) -> None:
+    exp = get_experiment("perceiver")
+    cfg = CONFIGS["full"]
+    nominal = dict(exp.plan(cfg, RunContext(scale="full")))
+    assert nominal["perceiver_raster"] == 120 * (1_281_167 // 1024)  # ILSVRC2012: 150,120
+    root = write_imagenet(tmp_path)
+    counted = dict(exp.plan(cfg, RunContext(scale="full", data_root=root)))
+    assert counted == dict.fromkeys(
+        ("perceiver_raster", "perceiver_permuted", "resnet50_raster", "resnet50_permuted"), 120
+    )  # 6 images: one batch of 6 per epoch
+    digits = dict(exp.plan(cfg, RunContext(scale="full", dataset="mnist")))
+    assert digits["perceiver_raster"] == cfg.digits.steps

@@ -54,6 +54,7 @@ __all__ = [
     "ImageFolderIndex",
     "ImageNetTrainSource",
     "RandAugment",
+    "count_images",
     "eval_transform",
     "imagenet_info",
     "iterate_eval",
@@ -184,6 +185,20 @@ def scan_image_folder(
     return ImageFolderIndex(
         split_dir, tuple(classes), tuple(paths), np.asarray(labels, dtype=np.int64), h.hexdigest()
     )
+
+
+def count_images(split_dir: str | Path) -> int | None:
+    """Images under ``split_dir/<class>/`` counted by name only (no ``stat``; for a run's plan
+    line); None when the folder is missing."""
+    split_dir = Path(split_dir)
+    if not split_dir.is_dir():
+        return None
+    n = 0
+    for c in os.scandir(split_dir):
+        if c.is_dir():
+            with os.scandir(c.path) as it:
+                n += sum(1 for e in it if e.name.lower().endswith(IMAGE_EXTENSIONS))
+    return n
 
 
 def imagenet_info(root: Path, train: ImageFolderIndex, val: ImageFolderIndex) -> DataInfo:

@@ -69,7 +69,7 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from paperzoo.data import load_dataset
-from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE
+from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import predict
@@ -798,7 +798,11 @@ class PerceiverExperiment(Experiment):
     def plan(self, cfg: Any, ctx: RunContext) -> list[tuple[str, int]]:
         if isinstance(cfg, PerceiverImageNetConfig):
             if self.dataset_name(ctx) == "imagenet":
-                n = IMAGENET_TRAIN_SIZE if cfg.n_train is None else cfg.n_train
+                found = None
+                if ctx.data_root is not None:  # the real count (names only), else ILSVRC2012's
+                    found = count_images(Path(ctx.data_root).expanduser() / "imagenet" / "train")
+                n = found or IMAGENET_TRAIN_SIZE
+                n = n if cfg.n_train is None else min(n, cfg.n_train)
                 b = min(cfg.batch_size, n)
                 per_epoch = max(1, n // b)
                 p, r = cfg.epochs * per_epoch, cfg.resnet_epochs * per_epoch
