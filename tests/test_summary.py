@@ -150,6 +150,15 @@ def test_every_run_that_does_not_count_names_why(kw: dict, why: str) -> None:
     assert not_counted_reason(_result(scale="full", seeds=(0,))) is None
 
 
+def test_boolean_findings_read_as_counts_not_means() -> None:
+    r = _result(seeds=(0, 1, 2, 3))
+    r.claims[0] = ClaimResult(
+        "flagged", "the checklist flags it", None, [True] * 3 + [False], "is true"
+    )
+    html = render_summary_html([r])
+    assert "true on 3 of 4" in html and "0.75" not in html
+
+
 def test_not_the_papers_setting_does_not_count() -> None:
     r = _result(scale="full", seeds=(0,))
     r.setting_note = "--dataset mnist5k instead of the paper's MNIST"  # type: ignore[attr-defined]

@@ -128,14 +128,16 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     "path-sgd": (
         NotRun(
             ("gpu",),
-            "2 x 4,000-unit networks for 100 epochs: tens of CPU-hours on MNIST (issue 30); "
+            "2 x 4,000-unit networks for 100 epochs, step sizes chosen on a grid: issue 30 puts "
+            "the MNIST full runs of WRM, DRAW, Path-SGD and GAT at 28-250 CPU-hours; "
             "CIFAR-10/100 and SVHN also need their data.",
         ),
     ),
     "draw": (
         NotRun(
             ("gpu",),
-            "T = 64 glimpses on the 60,000 binarized MNIST digits: tens of CPU-hours (issue 30).",
+            "T = 64 glimpses on the 60,000 binarized MNIST digits: issue 30 puts the MNIST full "
+            "runs of WRM, DRAW, Path-SGD and GAT at 28-250 CPU-hours.",
         ),
     ),
     "perceiver": (
@@ -156,7 +158,7 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
         NotRun(
             ("data", "gpu"),
             "CIFAR-10 is not reachable from this project's machines; the MNIST experiment "
-            "needs a GPU (tens of CPU-hours, issue 30).",
+            "needs a GPU (issue 30: 28-250 CPU-hours for the MNIST full runs).",
         ),
     ),
 }
@@ -283,6 +285,8 @@ def _num(v: Any) -> str:
 def _spread(c: ClaimResult) -> str:
     if c.mean is None:
         return "not measured"
+    if all(isinstance(v, bool) for v in c.per_seed):  # the mean of booleans is a fraction
+        return f"true on {sum(c.per_seed)} of {len(c.per_seed)}"  # type: ignore[arg-type]
     if len(c.per_seed) == 1:
         return _num(c.per_seed[0])
     return f"{_num(c.mean)} ± {_num(c.std)}"
@@ -480,7 +484,7 @@ table.overview{margin:8px 0 24px}
 table.overview td{min-width:320px}
 table.overview td:first-child{min-width:0}
 section.paper{border-top:2px solid #d0d5da;padding:16px 0 20px}
-.runs{display:grid;grid-template-columns:1fr 1fr;gap:16px;margin-bottom:12px}
+.runs{display:grid;grid-template-columns:1fr 1fr;gap:16px;margin-bottom:12px;align-items:start}
 .run{border:1px solid #d0d5da;border-radius:6px;padding:10px 12px;background:#fafbfc}
 .run h3{font-size:13px;text-transform:uppercase;letter-spacing:.04em;color:#555;margin:0 0 6px}
 .run.notrun{background:#f6f7f9}
