@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from paperzoo.data import DataError, babi
+from paperzoo.data import DataError, DataRequired, babi, layouts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "babi"
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "babi_symbolic_sample"
@@ -253,3 +253,48 @@ def test_require_fold_refuses_the_single_fold_layout(tmp_path: Path) -> None:
     assert babi.official_dirs(FIXTURES, "eulerian", fold=1, require_fold=True)[0].parts[-3] == (
         "fold_1"
     )
+
+
+def _write_official_fold(root: Path, k: int, seed: int) -> None:
+    for name, spec in babi.TASKS.items():
+        task = babi.generate_task(name, n_train=4, n_test=2, seed=seed)
+        base = (
+            root / "extra_seq_tasks" / f"fold_{k}" / "noisy_parsed"
+            if spec.sequence_file
+            else root / f"processed_{k}"
+        )
+        for split, graphs in (("train", task.train), ("test", task.test)):
+            (base / split).mkdir(parents=True, exist_ok=True)
+            text = babi.format_graphs(graphs, kind=spec.kind)
+            (base / split / f"{spec.file_id}_graphs.txt").write_text(text)
+
+
+def test_official_folds_are_the_complete_ones(tmp_path: Path) -> None:
+    for k in (1, 2, 5):
+        _write_official_fold(tmp_path, k, seed=k)
+    (tmp_path / "extra_seq_tasks" / "fold_2" / "noisy_parsed" / "test" / "5_graphs.txt").unlink()
+    assert babi.official_folds(tmp_path) == [1, 5]
+    assert babi.official_folds(tmp_path, ["babi4", "shortest-path"]) == [1, 2, 5]
+    _write_official_fold(tmp_path, 11, seed=11)  # beyond the paper's ten: not one of its folds
+    assert babi.official_folds(tmp_path) == [1, 5]
+    layouts.require(babi.FOLDS_LAYOUT, tmp_path)
+    if SAMPLE.is_dir():  # the single-fold layout has no numbered folds
+        assert babi.official_folds(SAMPLE) == []
+        with pytest.raises(DataRequired, match="lacks them"):
+            layouts.require(babi.FOLDS_LAYOUT, SAMPLE)
+    with pytest.raises(DataRequired) as err:
+        layouts.require(babi.FOLDS_LAYOUT, None)
+    msg = str(err.value)
+    assert "\n" not in msg and "DIR/processed_K/" in msg and "DIR/extra_seq_tasks/fold_K/" in msg
+
+
+def test_task_digest_is_the_graphs_identity(tmp_path: Path) -> None:
+    task = babi.generate_task("babi19", n_train=5, n_test=3, seed=1)
+    _write_official_fold(tmp_path, 1, seed=1)
+    loaded = babi.load_official("babi19", tmp_path, fold=1, require_fold=True)
+    # The files hold the generator's graphs: read or generated, one digest.
+    assert babi.task_sha256(babi.generate_task("babi19", n_train=4, n_test=2, seed=1)) == (
+        babi.task_sha256(loaded)
+    )
+    assert babi.task_sha256(task) != babi.task_sha256(loaded)
+    assert babi.combine_sha256(["a", "b"]) != babi.combine_sha256(["b", "a"])

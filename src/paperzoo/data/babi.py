@@ -12,8 +12,13 @@ Official layout (what the authors' ``get_10_fold_data.sh`` writes), under ``--da
     DIR/extra_seq_tasks/fold_K/noisy_parsed/{train,test}/N_graphs.txt   N = 4 (shortest path),
                                                                         5 (Eulerian circuit)
 
-A single fold laid out as ``DIR/{train,test}/`` and ``DIR/seq/{train,test}/`` (the layout of the
-sample files) is read too. ``N_graphs.txt`` holds one graph per block, blocks separated by a blank
+The ten folds of this layout are the paper's data (``paperzoo reproduce ggnn --scale full``); the
+GG-NN authors' scripts write them, and the public repository github.com/chingyaoc/ggnn.pytorch
+holds a copy of their output under ``babi_data/`` (point ``--data-root`` at that directory). The
+layout is registered as ``babi-folds`` (``paperzoo.data.layouts``); ``official_folds`` lists the
+complete folds under a root. A single fold laid out as ``DIR/{train,test}/`` and
+``DIR/seq/{train,test}/`` (the layout of the sample files) is read too, but is not the paper's
+data (it has no fold numbers). ``N_graphs.txt`` holds one graph per block, blocks separated by a blank
 line; ``src type dst`` edge lines (1-based ids) and ``? qtype args... answer`` question lines. In
 the sequence tasks and task 19, the first two numbers after the question type are the arguments
 and the rest is the answer sequence.
@@ -26,6 +31,7 @@ true or the reversed pair, so true and false answers are balanced.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections import deque
@@ -38,6 +44,7 @@ import torch
 from torch import Tensor
 
 from paperzoo.data.base import DataError
+from paperzoo.data.layouts import register_layout
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +241,21 @@ def format_graphs(graphs: Sequence[SymbolicGraph], *, kind: str) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def task_sha256(task: BabiTask) -> str:
+    """SHA-256 of a task's graphs: its training and test splits in the official text format
+    (``format_graphs``), so the same graphs give the same digest whether read or generated."""
+    h = hashlib.sha256()
+    for split in (task.train, task.test):
+        h.update(format_graphs(split, kind=task.kind).encode() if split else b"")
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def combine_sha256(digests: Sequence[str]) -> str:
+    """One SHA-256 over several digests in order (e.g. a task's folds)."""
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
 def official_dirs(
     root: str | Path, name: str, *, fold: int = 1, require_fold: bool = False
 ) -> tuple[Path, Path]:
@@ -274,6 +296,43 @@ def official_dirs(
         "download: the GG-NN authors' babi/data/get_10_fold_data.sh (github.com/yujiali/ggnn) "
         "writes them"
     )
+
+
+NUM_FOLDS = 10  # the paper's folds (Sec. 5.1: 10 folds of 1000 training + 1000 test stories)
+FOLDS_LAYOUT = "babi-folds"
+
+
+def fold_complete(root: str | Path, fold: int, tasks: Sequence[str] = tuple(TASKS)) -> bool:
+    """Whether fold ``fold``'s own directories under ``root`` hold the train and test files of
+    every task in ``tasks`` (the single-fold layout does not count)."""
+    root = Path(root)
+    for name in tasks:
+        try:
+            train_dir, test_dir = official_dirs(root, name, fold=fold, require_fold=True)
+        except DataError:
+            return False
+        file = f"{task_spec(name).file_id}_graphs.txt"
+        if not (test_dir / file).is_file():
+            return False
+    return True
+
+
+def official_folds(root: str | Path, tasks: Sequence[str] = tuple(TASKS)) -> list[int]:
+    """The folds K in 1..``NUM_FOLDS`` that are complete under ``root`` for ``tasks``, ascending."""
+    return [k for k in range(1, NUM_FOLDS + 1) if fold_complete(root, k, tasks)]
+
+
+register_layout(
+    FOLDS_LAYOUT,
+    what="Symbolic bAbI (the GG-NN authors' 10 official folds)",
+    layout=(
+        "DIR/processed_K/{train,test}/N_graphs.txt (N = 4, 15, 16, 18, 19) and "
+        "DIR/extra_seq_tasks/fold_K/noisy_parsed/{train,test}/N_graphs.txt (N = 4, 5), K = 1..10 "
+        "(babi_data/ of github.com/chingyaoc/ggnn.pytorch)"
+    ),
+    downloadable=False,  # no canonical download with a published checksum
+    present=lambda root: bool(official_folds(root)),
+)
 
 
 def load_official(
