@@ -14,14 +14,18 @@ from paperzoo.experiments import RunContext
 from paperzoo.experiments.ggnn import (
     BASELINE,
     DEVIATIONS,
+    FULL_GAPS,
+    GAP_TOLERANCE,
     OFFICIAL,
     GGNNExperiment,
     _baseline_updates,
+    _gap_claim_id,
     best_of_restarts,
 )
 from paperzoo.experiments.runner import run_experiment
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "babi"
+SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "babi_symbolic_sample"
 
 
 def _check(out: Path) -> dict:
@@ -187,3 +191,138 @@ def test_quick_run_all_claims_hold(tmp_path: Path) -> None:
     assert all(c.holds is not False for c in result.claims), [
         (c.id, c.measured) for c in result.claims if c.holds is False
     ]
+
+
+# -- full scale: the official folds, all of them -------------------------------------------------
+
+
+def test_full_without_data_root_exits_2_naming_the_folds_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["reproduce", "ggnn", "--scale", "full", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "Symbolic bAbI" in err and "--data-root" in err
+    assert "DIR/processed_K/" in err and "DIR/extra_seq_tasks/fold_K/" in err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_full_refuses_a_root_without_a_whole_official_fold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "babi"
+    _write_fold(root, 1, seed=11, n_test=5)
+    (root / "extra_seq_tasks" / "fold_1" / "noisy_parsed" / "test" / "5_graphs.txt").unlink()
+    if SAMPLE.is_dir():  # the single-fold layout of the sample files has no fold numbers
+        argv = ["reproduce", "ggnn", "--scale", "full", "--data-root", str(SAMPLE)]
+        assert main([*argv, "--out", str(tmp_path / "o1"), "--quiet"]) == 2
+        assert "lacks them" in capsys.readouterr().err
+    argv = ["reproduce", "ggnn", "--scale", "full", "--data-root", str(root)]
+    assert main([*argv, "--out", str(tmp_path / "o2"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "processed_K" in err
+    assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
+
+
+def _ten_folds(root: Path) -> None:
+    """Folds 1-10 in the official layout: fold 1 written, the others links to its directories."""
+    _write_fold(root, 1, seed=11, n_test=5)
+    for k in range(2, 11):
+        (root / f"processed_{k}").symlink_to(root / "processed_1")
+        (root / "extra_seq_tasks" / f"fold_{k}").symlink_to(root / "extra_seq_tasks" / "fold_1")
+
+
+def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None:
+    exp = GGNNExperiment()
+    cfg = exp.config("full")
+    root = tmp_path / "babi"
+    _write_fold(root, 1, seed=11, n_test=5)
+    _write_fold(root, 3, seed=33, n_test=5)
+    _write_fold(root, 4, seed=44, n_test=5)
+    (root / "processed_4" / "test" / "19_graphs.txt").unlink()  # fold 4 incomplete: not present
+    full = RunContext(scale="full", data_root=root)
+    assert exp._folds(cfg, full) == [1, 3]
+    exp.require_data(full)
+    assert exp.setting_note(full) == (
+        "folds 1,3 of 10: not the paper's protocol (its numbers are means over all 10 folds)"
+    )
+    # The plan covers both folds, the GG-NN and both baselines of every task.
+    plan = [name for name, _ in exp.plan(cfg, full)]
+    for fold in (1, 3):
+        assert f"babi15 fold{fold}-q1" in plan and f"rnn eulerian fold {fold}" in plan
+        assert f"lstm babi4 fold {fold}" in plan
+    # --folds / --fold choose a subset, marked the same way; a missing fold is refused.
+    assert exp._folds(cfg, RunContext(scale="full", data_root=root, folds=(3,))) == [3]
+    one = RunContext(scale="full", data_root=root, fold=1)
+    assert exp._folds(cfg, one) == [1] and exp.setting_note(one).startswith("fold 1 of 10")
+    with pytest.raises(babi.DataError, match="fold 2"):
+        exp.require_data(RunContext(scale="full", data_root=root, folds=(1, 2)))
+    # Other scales keep one fold unless told.
+    assert exp._folds(exp.config("quick"), RunContext(scale="quick", data_root=root)) == [1]
+    assert exp.setting_note(RunContext(scale="quick", data_root=root)) is None
+
+
+def test_all_ten_folds_are_the_papers_setting(tmp_path: Path) -> None:
+    exp = GGNNExperiment()
+    root = tmp_path / "babi"
+    _ten_folds(root)
+    ctx = RunContext(scale="full", data_root=root)
+    assert exp._folds(exp.config("full"), ctx) == list(range(1, 11))
+    assert exp.setting_note(ctx) is None
+    every = RunContext(scale="full", data_root=root, folds=tuple(range(1, 11)))  # --folds 1-10
+    assert exp.setting_note(every) is None
+    exp.require_data(every)
+
+
+def test_generated_data_at_full_is_a_named_substitute() -> None:
+    exp = GGNNExperiment()
+    ctx = RunContext(scale="full", dataset="generated")
+    exp.require_data(ctx)  # nothing to read
+    assert exp._folds(exp.config("full"), ctx) == list(range(10))
+    assert "instead of the paper's babi-folds" in exp.setting_note(ctx)
+    assert exp.setting_note(RunContext(scale="quick")) is None
+
+
+def test_full_dry_run_reads_every_fold_and_records_them(tmp_path: Path) -> None:
+    root = tmp_path / "babi"
+    q1 = _write_fold(root, 1, seed=11, n_test=5)
+    q2 = _write_fold(root, 2, seed=22, n_test=9)
+    out = tmp_path / "out"
+    argv = ["reproduce", "ggnn", "--scale", "full", "--data-root", str(root), "--max-steps", "2"]
+    assert main([*argv, "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["setting_note"].startswith("folds 1,2 of 10")
+    for name, summary in res["details"]["ggnn"].items():
+        assert summary["folds"] == [1, 2]
+        assert [r["n_test_questions"] for r in summary["runs"]] == [q1[name], q2[name]]
+    for cell in ("rnn", "lstm"):
+        assert all(len(v["per_fold"]) == 2 for v in res["details"]["baselines"][cell].values())
+    # Each task's data record: a digest of both folds' graphs, no single fold.
+    assert len(res["data"]) == 7
+    assert all(d["fold"] is None and len(d["sha256"]) == 64 for d in res["data"])
+    ids = {c["id"] for c in res["claims"]}
+    assert {_gap_claim_id(t, c) for t, c in FULL_GAPS} <= ids
+
+
+def test_one_fold_records_its_fold_and_digest(tmp_path: Path) -> None:
+    root = tmp_path / "babi"
+    _write_fold(root, 1, seed=11, n_test=5)
+    ctx = RunContext(scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=root)
+    result = run_experiment("ggnn", ctx)
+    assert all(d["fold"] == 1 and d["sha256"] for d in result.data)
+    digests = {d["name"]: d["sha256"] for d in result.data}
+    task = babi.load_official("babi15", root, fold=1)
+    assert digests["babi-task15"] == babi.task_sha256(task)
+
+
+def test_full_gap_targets_are_one_sided_at_the_papers_gap() -> None:
+    claims = {c.id: c for c in GGNNExperiment.claims}
+    assert len(FULL_GAPS) == 11  # 7 tasks x RNN, and the LSTM on the 4 the quick claims skip
+    for task, cell in FULL_GAPS:
+        c = claims[_gap_claim_id(task, cell)]
+        assert c.kind == "finding" and c.scales == ("full",)
+        assert c.target_at("full") == f">= {c.paper - GAP_TOLERANCE:.2f}"
+    for c in claims.values():  # every full target of an accuracy or a gap is one-sided
+        if "full" in c.scales and c.kind == "finding":
+            assert c.target_at("full").startswith(">= "), c.id
