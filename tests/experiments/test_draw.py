@@ -61,7 +61,8 @@ def test_full_config_is_the_paper_model_and_its_first_steps_run(tmp_path: Path):
         2,
         5,
     )
-    assert full.dataset == "mnist" and full.binarization == "stochastic"
+    assert full.binarization == "stochastic"
+    assert DrawExperiment().dataset_name(RunContext(scale="full")) == "mnist"
     # A miniature MNIST in the standard layout under --data-root (real files are 60k/10k).
     rng = np.random.default_rng(0)
     root = tmp_path / "data" / "mnist"
@@ -80,6 +81,34 @@ def test_full_config_is_the_paper_model_and_its_first_steps_run(tmp_path: Path):
     res = out.details["results"]["attention"]
     assert res["model"]["steps"] == 64 and res["test_iw"]["n"] == 4
     assert all(np.isfinite(v) for v in out.measured.values())
+
+
+def test_full_scale_reads_binarized_mnist_and_its_bounds_are_one_sided():
+    # Full: the paper's MNIST from --data-root (not the embedded digits); quick: the embedded.
+    from paperzoo.report import evaluate_target
+
+    exp = DrawExperiment()
+    assert exp.paper_data == "mnist"
+    assert exp.dataset_name(RunContext(scale="quick")) == "mnist5k"
+    assert exp.setting_note(RunContext(scale="full", dataset="mnist5k")) is not None
+    claims = {c.id: c for c in exp.claims}
+    att = claims["mnist.attention.test_nll_bound"].target_at("full")
+    base = claims["mnist.no_attention.test_nll_bound"].target_at("full")
+    # A bound of 78 nats (paper 80.97) is better, no failure (it failed two-sided before).
+    assert evaluate_target(att, 78.0) is True and evaluate_target(att, 82.0) is True
+    assert evaluate_target(att, 83.0) is False
+    assert evaluate_target(base, 85.0) is True and evaluate_target(base, 89.5) is False
+
+
+def test_full_run_without_data_root_exits_2_and_writes_nothing(tmp_path: Path, capsys):
+    from paperzoo.cli import main
+
+    out = tmp_path / "out"
+    argv = ["reproduce", "draw", "--scale", "full", "--max-steps", "1", "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MNIST" in err[0] and "--data-root" in err[0]
+    assert not out.exists() or not any(out.iterdir())
 
 
 @pytest.mark.slow

@@ -78,13 +78,19 @@ from paperzoo.utils import count_params
 log = logging.getLogger(__name__)
 
 PAPER_ATTENTION, PAPER_NO_ATTENTION = 80.97, 87.40
+
+
+def _plus_2pct(paper_nats: float) -> float:
+    """The full scale's one-sided bar for a test bound: the paper's number plus 2 %."""
+    return round(paper_nats * 1.02, 2)
+
+
 VARIANTS = ("attention", "no_attention")
 
 
 @dataclass(frozen=True)
 class DrawExperimentConfig:
     model: DRAWConfig  # the attention model; the baseline is the same with read_n = write_n = None
-    dataset: str  # data set used when --dataset is not given
     binarization: str  # "threshold" (x > 0.5) or "stochastic" (fixed once, seeded)
     train_steps: int  # optimisation steps per model
     batch_size: int  # images per step
@@ -109,7 +115,6 @@ QUICK_MODEL = DRAWConfig(steps=16, enc_size=128, dec_size=128, z_size=32, read_n
 CONFIGS = {
     "smoke": DrawExperimentConfig(
         model=DRAWConfig(steps=3, enc_size=16, dec_size=16, z_size=4, read_n=2, write_n=3),
-        dataset="mnist5k",
         binarization="threshold",
         train_steps=3,
         batch_size=16,
@@ -125,7 +130,6 @@ CONFIGS = {
     ),
     "quick": DrawExperimentConfig(
         model=QUICK_MODEL,
-        dataset="mnist5k",
         binarization="threshold",
         train_steps=2000,  # selected on validation data (docstring)
         batch_size=50,
@@ -139,7 +143,6 @@ CONFIGS = {
     ),
     "full": DrawExperimentConfig(
         model=DRAWConfig(steps=64, enc_size=256, dec_size=256, z_size=100, read_n=2, write_n=5),
-        dataset="mnist",
         binarization="stochastic",
         train_steps=120_000,  # 200 epochs of 60,000 digits
         batch_size=100,
@@ -160,20 +163,24 @@ CLAIMS = (
         "mnist.attention.test_nll_bound",
         "DRAW with attention (paper and --scale full: 64 glimpses, 2x2 read, 5x5 write; quick: 16 "
         "glimpses of 5x5, 5x5 write): negative ELBO on binarized test digits, nats per image "
-        "(full: the paper's 80.97 within 2 %, about 1.6 nats)",
+        "(full: at most the paper's 80.97 plus 2 %, 1.62 nats)",
         paper=PAPER_ATTENTION,
         # quick: a smaller model (see the docstring) that has clearly learned (the mean image
-        # scores ~205 nats); full: the paper's number, two-sided like the baseline's.
-        target={"quick": "<= 115", "full": f"within 2% of {PAPER_ATTENTION}"},
+        # scores ~205 nats); full: one-sided, a lower bound than the paper's is no failure. The
+        # tolerance (2 %, 1.62 nats) is the project's: the paper reports one run, no spread;
+        # 2 % covers a one-sample ELBO estimate over 10,000 digits and a binarisation drawn by
+        # us rather than the paper's file.
+        target={"quick": "<= 115", "full": f"<= {_plus_2pct(PAPER_ATTENTION)}"},
     ),
     ClaimSpec(
         "mnist.no_attention.test_nll_bound",
         "DRAW without attention (full-image read and write): negative ELBO on binarized test "
-        "digits, nats per image (full: the paper's 87.40 within 2 %, about 1.7 nats)",
+        "digits, nats per image (full: at most the paper's 87.40 plus 2 %, 1.75 nats)",
         paper=PAPER_NO_ATTENTION,
-        # quick: the same bar as its attention twin (same size, steps and optimiser); full: the
-        # paper's number, two-sided (a much lower bound would not be the paper's baseline).
-        target={"quick": "<= 115", "full": f"within 2% of {PAPER_NO_ATTENTION}"},
+        # quick: the same bar as its attention twin (same size, steps and optimiser); full:
+        # one-sided with the same 2 % as the attention model (a baseline much better than the
+        # paper's would show in the ordering below, which must keep its margin).
+        target={"quick": "<= 115", "full": f"<= {_plus_2pct(PAPER_NO_ATTENTION)}"},
     ),
     ClaimSpec(
         "mnist.attention_vs_no_attention.test_nll_bound",
@@ -212,6 +219,9 @@ class DrawExperiment(Experiment):
     name = "draw"
     title = "DRAW: A Recurrent Neural Network For Image Generation"
     datasets = ("mnist5k", "mnist", "fashion-mnist")
+    # Full: binarized MNIST, i.e. the 60,000 + 10,000 MNIST digits from --data-root binarised
+    # once with a seeded draw (``binarization="stochastic"``); smoke and quick: embedded digits.
+    paper_data = "mnist"
     claims = CLAIMS
     not_estimated = (
         "the NLL bounds and the importance-weighted NLL on the test and training images beyond the first batches",
@@ -222,7 +232,7 @@ class DrawExperiment(Experiment):
         return [(f"draw {variant}", cfg.train_steps) for variant in VARIANTS]
 
     def run(self, cfg: DrawExperimentConfig, ctx: RunContext) -> Outcome:
-        name = self.dataset_name(ctx) if ctx.dataset is not None else cfg.dataset
+        name = self.dataset_name(ctx)
         split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
         if cfg.n_train is not None or cfg.n_test is not None:
             split = split.subset(cfg.n_train, cfg.n_test)
@@ -384,7 +394,8 @@ class DrawExperiment(Experiment):
     ) -> Any:
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         dev = torch.device(ctx.device)
-        x_monitor = x_val.to(dev)  # held out from the training digits (never test digits)
+        # held out from the training digits (never test digits); --max-steps N: N batches only
+        x_monitor = x_val[: budget.items(len(x_val), cfg.eval_batch)].to(dev)
 
         step_of: list[Trainer] = []  # the trainer, once built (its step drives the KL weight)
 
