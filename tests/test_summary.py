@@ -192,3 +192,39 @@ def test_every_paper_has_a_full_scale_reason_and_papers_keep_the_readme_order() 
     md = render_summary_markdown([_result("gat"), _result("resnet")], overview_only=True)
     rows = [line.split("`")[1] for line in md.splitlines()[2:]]
     assert rows == ["resnet", "gat"]
+
+
+# -- the generated README tables, docs/results.md and results/index.html ---------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_tool_{name}", ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_committed_front_page_and_readme_tables_are_up_to_date() -> None:
+    """README's results and performance tables, docs/results.md, docs/benchmarks.md's tables and
+    results/index.html are what `make summary` makes from the committed runs: after adding or
+    changing a run under results/, run `make summary`."""
+    if not (ROOT / "results" / "bench-1thread.json").is_file():
+        pytest.skip("not a source checkout with results/")
+    assert _tool("update_summary").main(["--readme", "--check"]) == 0
+    assert _tool("bench_overview").main(["--check"]) == 0
+
+
+def test_every_committed_bench_row_is_in_a_readme_comparison() -> None:
+    tool = _tool("bench_overview")
+    import json
+
+    reports = [json.loads(p.read_text()) for p in tool.REPORTS if p.is_file()]
+    if not reports:
+        pytest.skip("no committed bench reports")
+    table = tool.overview(reports)  # raises SystemExit naming a row that fits no comparison
+    assert len(table.splitlines()) == 2 + len(tool.COMPARISONS)
