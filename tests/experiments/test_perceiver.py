@@ -267,3 +267,20 @@ def test_full_plan_counts_the_images_under_the_data_root(tmp_path: Path) -> None
     )  # 6 images: one batch of 6 per epoch
     digits = dict(exp.plan(cfg, RunContext(scale="full", dataset="mnist")))
     assert digits["perceiver_raster"] == cfg.digits.steps
+
+
+def test_a_selection_run_trains_only_the_named_models_on_validation_digits(tmp_path: Path) -> None:
+    # The validation-seed decision of the ConvNet (issue 31): the raster ConvNets alone, evaluated
+    # on digits held out of the training set, the permuted comparison never computed.
+    ctx = RunContext(scale="smoke", seed=100, out_dir=tmp_path / "out", quiet=True, guard_test=True)
+    overrides = {"n_val": "64", "convnet": "small_cnn", "models": '["convnet_raster"]'}
+    result = run_experiment("perceiver", ctx, overrides)
+    by_id = {c.id: c.measured for c in result.claims}
+    assert by_id["mnist.convnet.test_acc"] is not None
+    assert by_id["permuted.perceiver_vs_convnet.test_acc"] is None
+    assert by_id["mnist.perceiver.test_acc"] is None
+    data = json.loads((ctx.out_dir / "results.json").read_text())
+    assert data["details"]["evaluated_on"] == "validation" and data["details"]["n_eval"] == 64
+    assert sorted(p.name for p in (ctx.out_dir / "runs").iterdir()) == ["convnet_raster"]
+    with pytest.raises(ValueError, match="models must be among"):
+        replace(CONFIGS["quick"], models=("cnn",))

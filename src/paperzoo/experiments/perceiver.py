@@ -70,15 +70,22 @@ from torch import Tensor, nn
 
 from paperzoo.data import load_dataset
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
+from paperzoo.data.splits import validation_split
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import predict
 from paperzoo.models.perceiver import IMAGENET, MNIST_SMALL, Perceiver, PerceiverConfig
 from paperzoo.models.resnet import CifarResNet
-from paperzoo.models.small import MLP
+from paperzoo.models.small import MLP, SmallCNN
 from paperzoo.utils import count_params
 
 log = logging.getLogger(__name__)
+
+
+DIGIT_MODELS = (
+    "perceiver_raster", "perceiver_permuted", "perceiver_permuted_raster_pos",
+    "convnet_raster", "convnet_permuted", "mlp_raster", "mlp_permuted",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,25 @@ class PerceiverExperimentConfig:
     n_test: int | None = None  # use only the first n test examples (None: all)
     attention_images: int = 3  # test images in the attention-map figure
     attention_latents: int = 5  # latents shown per image
+    convnet: str = (
+        "resnet"  # "resnet" (CIFAR ResNet above) | "small_cnn" (the baseline before f983d36)
+    )
+    cnn_channels: tuple[int, int] = (16, 32)  # small_cnn: conv widths
+    cnn_hidden: int = 128  # small_cnn: hidden FC width
+    # Selection runs (validation seeds): hold out n_val training digits (stratified) and evaluate
+    # on them instead of the test digits, which are then never read; None: the test digits.
+    n_val: int | None = None
+    models: tuple[str, ...] | None = None  # train only these of the seven (None: all)
+
+    def __post_init__(self) -> None:
+        if self.convnet not in ("resnet", "small_cnn"):
+            raise ValueError(f"convnet must be 'resnet' or 'small_cnn', got {self.convnet!r}")
+        if self.models is not None:
+            unknown = sorted(set(self.models) - set(DIGIT_MODELS))
+            if unknown or not self.models:
+                raise ValueError(f"models must be among {', '.join(DIGIT_MODELS)}, got {unknown}")
+        if self.n_val is not None and self.n_val < 1:
+            raise ValueError(f"n_val must be >= 1, got {self.n_val}")
 
 
 # The 60,000-digit configuration: a larger digit Perceiver, a CIFAR ResNet-20 as the ConvNet.
@@ -499,12 +525,22 @@ def build_models(
         out[key] = Candidate(model, prep, steps)
     for order in ("raster", "permuted"):
         with seeded(seed):
-            cnn = CifarResNet(
-                depth=cfg.resnet_depth,
-                base_width=cfg.resnet_width,
-                in_chans=c,
-                num_classes=num_classes,
-            )
+            cnn: nn.Module
+            if cfg.convnet == "small_cnn":
+                cnn = SmallCNN(
+                    in_chans=c,
+                    num_classes=num_classes,
+                    image_size=h,
+                    channels=cfg.cnn_channels,
+                    hidden=cfg.cnn_hidden,
+                )
+            else:
+                cnn = CifarResNet(
+                    depth=cfg.resnet_depth,
+                    base_width=cfg.resnet_width,
+                    in_chans=c,
+                    num_classes=num_classes,
+                )
         out[f"convnet_{order}"] = Candidate(
             cnn, permute if order == "permuted" else _identity, cfg.steps
         )
@@ -514,6 +550,8 @@ def build_models(
         out[f"mlp_{order}"] = Candidate(
             mlp, permute if order == "permuted" else _identity, cfg.steps
         )
+    if cfg.models is not None:
+        out = {k: v for k, v in out.items() if k in cfg.models}
     return out
 
 
@@ -815,11 +853,10 @@ class PerceiverExperiment(Experiment):
             cfg = cfg.digits
         pos = cfg.steps if cfg.raster_pos_steps is None else cfg.raster_pos_steps
         return [
-            ("perceiver_raster", cfg.steps),
-            ("perceiver_permuted", cfg.steps),
-            ("perceiver_permuted_raster_pos", pos),
-            *((f"{m}_{order}", cfg.steps) for m in ("convnet", "mlp") for order in ("raster", "permuted")),
-        ]  # fmt: skip
+            (k, pos if k == "perceiver_permuted_raster_pos" else cfg.steps)
+            for k in DIGIT_MODELS
+            if cfg.models is None or k in cfg.models
+        ]
 
     def run(self, cfg: Any, ctx: RunContext) -> Outcome:
         dataset = self.dataset_name(ctx) or DIGIT_SETS[0]
@@ -839,14 +876,17 @@ class PerceiverExperiment(Experiment):
         if cfg.n_train is not None or cfg.n_test is not None:
             split = split.subset(cfg.n_train, cfg.n_test)
         _, c, h, w = split.x_train.shape
-        x_train, x_test = split.x_train, split.x_test
+        x_train, y_train, x_test, y_eval = split.x_train, split.y_train, split.x_test, split.y_test
+        if cfg.n_val is not None:  # a selection run: validation digits, the test digits unread
+            tr, va = validation_split(y_train, cfg.n_val, generator=ctx.generator("val-split"))
+            x_train, y_train, x_test, y_eval = x_train[tr], y_train[tr], x_train[va], y_train[va]
         fill = float(x_train.min())  # the background, for translations
         if cfg.standardize:  # one mean and std over all training pixels (as for ImageNet inputs)
             mean, std = x_train.mean(), x_train.std()
             x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
             fill = float((fill - mean) / std)
         # Test data (standardised with training statistics): only the final evaluation reads them.
-        x_test, y_test = ctx.holdout(x_test, "x_test"), ctx.holdout(split.y_test, "y_test")
+        x_test, y_test = ctx.holdout(x_test, "x_test"), ctx.holdout(y_eval, "y_test")
         g = ctx.generator("pixel-permutation")
         perm = torch.randperm(h * w, generator=g)  # one fixed permutation for every image
         cands = build_models(
@@ -858,7 +898,7 @@ class PerceiverExperiment(Experiment):
             trainer = fit(
                 cand,
                 x_train,
-                split.y_train,
+                y_train,
                 cfg,
                 seed=ctx.seed,
                 fill=fill,
@@ -870,68 +910,97 @@ class PerceiverExperiment(Experiment):
             train_acc[key] = trainer.history.last("acc")
 
         acc: dict[str, float] = {}
-        raster_model = cands["perceiver_raster"].model
-        assert isinstance(raster_model, _WithPositions)
+        raster = cands.get("perceiver_raster")
+        max_diff: float | None = None
+        figures: list[str] = []
         with ctx.final_evaluation():  # every model is trained: the test numbers
             for key, cand in cands.items():
                 logits = predict(cand.model, cand.prepare(x_test), device=ctx.device)
                 acc[key] = (logits.argmax(1) == y_test).float().mean().item()
                 log.info("%s: test accuracy %.4f (%d parameters)", key, acc[key], params[key])
-            # Exact invariance: the raster-trained Perceiver on jointly permuted test pixels +
-            # positions.
-            xte = as_set(x_test)
-            base = predict(raster_model, xte, device=ctx.device)
-            pos = raster_model.model.position_features()
-            jointly = predict(
-                _WithPositions(raster_model.model, pos[perm]), xte[:, perm], device=ctx.device
-            )
-            max_diff = (base - jointly).abs().max().item()
-            attention_fig = self._attention_figure(cands, x_test, perm, cfg, ctx)
+            if raster is not None:
+                # Exact invariance: the raster-trained Perceiver on jointly permuted test pixels
+                # + positions.
+                raster_model = raster.model
+                assert isinstance(raster_model, _WithPositions)
+                xte = as_set(x_test)
+                base = predict(raster_model, xte, device=ctx.device)
+                pos = raster_model.model.position_features()
+                jointly = predict(
+                    _WithPositions(raster_model.model, pos[perm]), xte[:, perm], device=ctx.device
+                )
+                max_diff = (base - jointly).abs().max().item()
+            if {"perceiver_raster", "perceiver_permuted"} <= set(cands):
+                figures.append(self._attention_figure(cands, x_test, perm, cfg, ctx))
 
         n_shared, n_unshared = imagenet_param_counts()
 
-        figures = [self._bar_chart(acc, ctx), attention_fig]
+        figures.insert(0, self._bar_chart(acc, ctx))
+
+        def minus(a: str, b: str) -> float | None:  # None: a model was not trained (--set models)
+            return acc[a] - acc[b] if a in acc and b in acc else None
+
+        gap = minus("perceiver_permuted", "perceiver_raster")
         measured = {
-            "permuted.convnet.acc_drop": acc["convnet_raster"] - acc["convnet_permuted"],
-            "permuted.perceiver_vs_convnet.test_acc": (
-                acc["perceiver_permuted"] - acc["convnet_permuted"]
+            "permuted.convnet.acc_drop": minus("convnet_raster", "convnet_permuted"),
+            "permuted.perceiver_vs_convnet.test_acc": minus(
+                "perceiver_permuted", "convnet_permuted"
             ),
-            "mnist.perceiver.test_acc": acc["perceiver_raster"],
-            "mnist.perceiver_vs_mlp.test_acc": acc["perceiver_raster"] - acc["mlp_raster"],
-            "permuted.perceiver.acc_gap": abs(acc["perceiver_permuted"] - acc["perceiver_raster"]),
-            "permuted.perceiver.invariant": bool(max_diff <= 1e-4),
-            "permuted.perceiver_raster_positions.acc": acc["perceiver_permuted_raster_pos"],
-            "mnist.convnet.test_acc": acc["convnet_raster"],
-            "mnist.mlp.test_acc": acc["mlp_raster"],
+            "mnist.perceiver.test_acc": acc.get("perceiver_raster"),
+            "mnist.perceiver_vs_mlp.test_acc": minus("perceiver_raster", "mlp_raster"),
+            "permuted.perceiver.acc_gap": None if gap is None else abs(gap),
+            "permuted.perceiver.invariant": None if max_diff is None else bool(max_diff <= 1e-4),
+            "permuted.perceiver_raster_positions.acc": acc.get("perceiver_permuted_raster_pos"),
+            "mnist.convnet.test_acc": acc.get("convnet_raster"),
+            "mnist.mlp.test_acc": acc.get("mlp_raster"),
             "params.imagenet_config": n_shared,
             "params.imagenet_config_unshared": n_unshared,
         }
+        evaluated_on = (
+            f"VALIDATION accuracy ({cfg.n_val} digits held out of the training set; the test "
+            "digits were not read)"
+            if cfg.n_val is not None
+            else "Test accuracy"
+        )
+        convnet = (
+            f"SmallCNN {cfg.cnn_channels}/{cfg.cnn_hidden}"
+            if cfg.convnet == "small_cnn"
+            else f"CIFAR ResNet-{cfg.resnet_depth} (width {cfg.resnet_width})"
+        )
         notes = [
-            "Test accuracy: "
+            f"{evaluated_on}: "
             + ", ".join(f"{k} {v:.4f}" for k, v in acc.items())
             + ". Training accuracy, mean of the last logged steps: "
             + ", ".join(f"{k} {v:.3f}" for k, v in train_acc.items())
             + f". All models: AdamW, warm-up + cosine, batch {cfg.batch_size}, translations by up "
             f"to {cfg.translate} pixel(s), "
             + ", ".join(f"{k} {v.steps}" for k, v in cands.items())
-            + " steps.",
+            + f" steps. ConvNet: {convnet}.",
             "Parameters: " + ", ".join(f"{k} {v:,}" for k, v in params.items()) + ".",
-            f"Max |logit difference| of the raster Perceiver under a joint permutation of pixels and "
-            f"positions: {max_diff:.2e} (float summation order only).",
             "The paper's numbers are ImageNet (Tab. 2: Perceiver 78.0 -> 78.0 %, ResNet-50 (FF) "
             "73.5 -> 39.4 %); ours are digits.",
-            "Perceiver - MLP (raster): "
-            f"{acc['perceiver_raster'] - acc['mlp_raster']:+.4f}, a reported check, not a finding: "
-            "the paper compares with no MLP. Both models are blind to pixel order; at the quick "
-            "budget the Perceiver does not beat an order-blind MLP on 4,000 digits (it is still "
-            "fitting when its steps run out; docs/perceiver.md, 'What fails, and why').",
         ]
+        if max_diff is not None:
+            notes.append(
+                "Max |logit difference| of the raster Perceiver under a joint permutation of "
+                f"pixels and positions: {max_diff:.2e} (float summation order only)."
+            )
+        vs_mlp = measured["mnist.perceiver_vs_mlp.test_acc"]
+        if vs_mlp is not None:
+            notes.append(
+                f"Perceiver - MLP (raster): {vs_mlp:+.4f}, a reported check, not a finding: the "
+                "paper compares with no MLP. Both models are blind to pixel order; at the quick "
+                "budget the Perceiver does not beat an order-blind MLP on 4,000 digits (it is "
+                "still fitting when its steps run out; docs/perceiver.md, 'What fails, and why')."
+            )
         return Outcome(
             measured=measured,
             data=[split.info],
             figures=figures,
             notes=notes,
             details={
+                "evaluated_on": "validation" if cfg.n_val is not None else "test",
+                "n_eval": len(y_test),
                 "test_acc": acc,
                 "train_acc": train_acc,
                 "params": params,
