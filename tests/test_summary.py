@@ -169,7 +169,7 @@ def test_not_the_papers_setting_does_not_count() -> None:
 
 def test_papers_without_a_full_run_say_why_and_a_part_replaces_its_entry() -> None:
     html = render_summary_html([_result("resnet")])
-    assert "not run: needs data and a GPU" in html
+    assert "not run: needs CIFAR-10 and a GPU" in html
     assert "CIFAR-10" in html  # the sentence from FULL_SCALE_NOT_RUN
     assert "needs a GPU" in render_summary_markdown([_result("draw")], overview_only=True)
     wrm_parts = {e.part for e in FULL_SCALE_NOT_RUN["wrm"]}

@@ -54,7 +54,7 @@ PAPER_ORDER = (
     "gat",
 )
 
-_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "CPU run, not made yet"}
+_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU, not run yet"}
 
 
 @dataclass(frozen=True)
@@ -67,17 +67,22 @@ class NotRun:
             not run yet).
         why: one sentence a reader can check.
         part: the part of the paper this covers (``--part``); None for the whole paper.
+        data: the data set's short name, for the label ("needs CIFAR-10 and a GPU").
     """
 
     needs: tuple[str, ...]
     why: str
     part: str | None = None
+    data: str | None = None
 
     @property
     def label(self) -> str:
-        if self.needs == ("data", "gpu"):
-            return "needs data and a GPU"
-        return " and ".join(_NEEDS[n] for n in self.needs)
+        words = [
+            f"needs {self.data}" if n == "data" and self.data else _NEEDS[n] for n in self.needs
+        ]
+        if len(words) == 2 and words[1] == _NEEDS["gpu"]:
+            return f"{words[0]} and a GPU"
+        return " and ".join(words)
 
 
 # Sources: issue 30 (`--max-steps 3` estimates at one thread; which data are reachable here) and
@@ -88,7 +93,8 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
         NotRun(
             ("data", "gpu"),
             "CIFAR-10, the paper's data set, is not reachable from this project's machines; "
-            "the paper's 64k-step recipe for six CIFAR ResNets is a GPU job.",
+            "the paper's recipe (64k steps for each depth, plain and residual) is a GPU job.",
+            data="CIFAR-10",
         ),
     ),
     "ggnn": (
@@ -123,6 +129,7 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
             ("data", "gpu"),
             "the paper attacks published CIFAR-10 and ImageNet defences; CIFAR-10 is not "
             "reachable from this project's machines, and its ResNet and 30-draw EOT are GPU jobs.",
+            data="CIFAR-10",
         ),
     ),
     "path-sgd": (
@@ -145,6 +152,7 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
             ("data", "gpu"),
             "ImageNet (ILSVRC2012) is not reachable from this project's machines; the paper's "
             "44.9M-parameter model trains for 120 epochs: a multi-GPU job.",
+            data="ImageNet",
         ),
     ),
     "disentanglement": (
@@ -152,6 +160,7 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
             ("data", "gpu"),
             "dSprites is not reachable from this project's machines; the study trains 180 VAEs "
             "per data set for 300k steps each, then the WReN models: a GPU job.",
+            data="dSprites",
         ),
     ),
     "gat": (
@@ -159,6 +168,7 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
             ("data", "gpu"),
             "CIFAR-10 is not reachable from this project's machines; the MNIST experiment "
             "needs a GPU (issue 30: 28-250 CPU-hours for the MNIST full runs).",
+            data="CIFAR-10",
         ),
     ),
 }
