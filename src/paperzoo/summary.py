@@ -54,7 +54,7 @@ PAPER_ORDER = (
     "gat",
 )
 
-_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU, not run yet"}
+_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU, to be run (issue 30)"}
 
 
 @dataclass(frozen=True)
