@@ -86,7 +86,8 @@ def test_merge_rejects_missing_results(tmp_path, capsys):
 
 
 def _without_paths(d: dict) -> dict:
-    return {k: v for k, v in d.items() if k != "seed_dirs"}
+    """A results.json without what names where and how it was made (dirs, the command line)."""
+    return {k: v for k, v in d.items() if k not in ("seed_dirs", "command")}
 
 
 def test_seeds_run_as_processes_and_merge_reproduces_the_aggregate(tmp_path, capsys):
@@ -130,6 +131,64 @@ def test_merge_rejects_seed_runs_of_other_papers_or_repeated_seeds(tmp_path, cap
     assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 2
     assert "one paper and scale" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+    # seed runs of another commit, or of other data, are refused with one line (exit 2)
+    d = json.loads((a / "results.json").read_text())
+    assert d["commit"] is None or len(d["commit"]) >= 12
+    for key, value, message in (
+        ("commit", "0123456789ab", "must share one commit"),
+        ("data", [dict(d["data"][0], sha256="0" * 64)], "must read the same data"),
+    ):
+        other = dict(d, seeds=[1], seed=1, **{key: value})
+        (b / "results.json").write_text(json.dumps(other))
+        assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "m").exists()
+    (b / "results.json").write_text(json.dumps(dict(d, seeds=[1], seed=1)))
+    assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 0
+
+
+def _reads_files_at_full(name: str) -> bool:
+    from paperzoo.experiments.base import Experiment
+    from paperzoo.experiments.runner import get_experiment
+
+    exp = get_experiment(name)
+    return exp.paper_data is not None or type(exp).require_data is not Experiment.require_data
+
+
+def test_every_experiment_with_real_data_declares_the_papers_data():
+    """Full scale is the paper's setting: an experiment that reads data sets reads the paper's
+    at full (never the first embedded one by default)."""
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.runner import get_experiment
+
+    for name in EXPERIMENTS.names():
+        exp = get_experiment(name)
+        if exp.datasets:
+            assert _reads_files_at_full(name), name
+            if exp.paper_data is not None:
+                assert exp.default_dataset("full") == exp.paper_data
+                assert exp.default_dataset("quick") == exp.datasets[0]
+
+
+@pytest.mark.parametrize("name", ["resnet", "wrm", "perceiver", "gat", "obfuscated-gradients",
+                                  "path-sgd", "draw", "disentanglement", "ggnn"])  # fmt: skip
+def test_a_full_run_without_the_papers_data_exits_2_and_writes_nothing(name, tmp_path, capsys):
+    if not _reads_files_at_full(name):
+        pytest.fail(f"{name} declares no paper data at full scale")
+    out = tmp_path / "x"
+    for extra in ([], ["--seeds", "0-1"]):
+        assert main(["reproduce", name, "--scale", "full", "--out", str(out), *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--data-root" in err, err
+        assert not out.exists()
+
+
+def test_an_unknown_part_exits_2(tmp_path, capsys):
+    out = tmp_path / "x"
+    argv = ["reproduce", "coordconv", "--scale", "smoke", "--part", "nosuch", "--out", str(out)]
+    assert main(argv) == 2
+    assert "coordconv has no part 'nosuch'" in capsys.readouterr().err and not out.exists()
 
 
 def test_set_overrides_reach_the_run_and_results(tmp_path, capsys):
@@ -138,7 +197,9 @@ def test_set_overrides_reach_the_run_and_results(tmp_path, capsys):
     assert main([*argv, "--set", "steps=3"]) == 0
     d = json.loads((out / "results.json").read_text())
     assert d["overrides"] == {"steps": "3"} and d["config"]["steps"] == 3
-    assert "--set steps=3" in (out / "report.md").read_text()
+    assert d["not_counted"] == "modified config: --set steps=3"
+    report = (out / "report.md").read_text()
+    assert "--set steps=3" in report and "not counted: modified config: --set steps=3" in report
     capsys.readouterr()
     assert main(["config", "resnet", "--scale", "smoke", "--set", "steps=3"]) == 0
     assert json.loads(capsys.readouterr().out) == d["config"]

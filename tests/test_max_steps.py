@@ -167,7 +167,8 @@ def test_a_max_steps_run_is_partial_and_never_resumed_as_a_real_one(tmp_path, ca
     assert all(lp["run"] <= 2 * lp["calls"] for lp in res["estimate"]["loops"])
     assert json.loads((out / "run.json").read_text())["max_steps"] == 2
     report = (out / "report.md").read_text()
-    assert "PARTIAL RUN (--max-steps 2)" in report and "--max-steps 2` on cpu" in report
+    assert "PARTIAL RUN (--max-steps 2)" in report and "--max-steps 2 --out" in report
+    assert res["command"].startswith("paperzoo reproduce gat --scale smoke")
     assert "partial" in report.split("## Findings")[1]
     loaded = load_result(out)
     assert loaded.partial is not None and not loaded.counts_as_reproduction

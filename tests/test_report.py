@@ -7,14 +7,17 @@ from paperzoo.report import (
     ClaimResult,
     Result,
     aggregate,
+    check_measurement,
     evaluate_target,
     format_seeds,
     headline,
+    is_measured,
     load_result,
     render_markdown,
     render_summary_html,
     render_summary_markdown,
     seeds_needed,
+    validate_target,
     write_report,
 )
 
@@ -198,3 +201,124 @@ def test_summary_tables():
 
 def test_format_seeds():
     assert format_seeds([3, 0, 1, 2, 7, 9, 10]) == "0-3,7,9-10"
+
+
+# -- issue 32: judging edge cases, what ran, why a run does not count --------------------------
+
+
+@pytest.mark.parametrize(
+    "target", [">= 1.2.3", "<= 1e", ">= inf", "== nan", "within 5% of 1..2", "> 0.5.", ">= --1"]
+)
+def test_malformed_targets_are_refused(target):
+    with pytest.raises(ValueError, match="cannot parse"):
+        validate_target(target)
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_a_diverged_run_is_not_measured_never_a_pass_and_the_writer_survives(tmp_path, value):
+    assert evaluate_target("> 0", value) is False and not is_measured(value)
+    runs = [_result(s, [value if s == 2 else 1.0, 7, 0.0]) for s in range(4)]
+    agg = aggregate(runs)
+    f = agg.claims[0]
+    assert f.verdict == "not measured" and f.mean is None and f.std is None
+    write_report(agg, tmp_path)  # no statistics.stdev over an infinity
+    d = json.loads((tmp_path / "results.json").read_text())
+    assert d["claims"][0]["per_seed"][2] is None and d["claims"][0]["verdict"] == "not measured"
+
+
+def test_booleans_and_numbers_against_the_wrong_kind_of_target_are_errors_naming_the_claim():
+    with pytest.raises(TypeError, match="claim x.y: target '>= 0.5' needs a number"):
+        check_measurement(">= 0.5", True, "claim x.y")
+    with pytest.raises(TypeError, match="claim x.y: target 'is true' needs a boolean"):
+        check_measurement("is true", 1.0, "claim x.y")
+    check_measurement("reported", True, "claim x.y")  # a reported number may be anything
+    with pytest.raises(ValueError, match="needs a number"):
+        evaluate_target(">= 0.5", True)
+    with pytest.raises(ValueError, match="claim f: target '> 0' needs a number"):
+        _result(0, [True, 7, 0.0])
+    d = _result(0, [1.0, 7, 0.0]).to_dict()
+    d["claims"][0]["per_seed"] = [True]
+    with pytest.raises(ValueError, match="claim f"):
+        Result.from_dict(d)
+
+
+def _with(result, **fields):
+    for k, v in fields.items():
+        setattr(result, k, v)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        ({"overrides": {"steps": "5"}}, "modified config: --set steps=5"),
+        ({"setting_note": "--dataset mnist5k instead of the paper's mnist"}, "not the paper's"),
+        ({"shard": (1, 4)}, "one slice of a grid"),
+        ({"shards": {"n": 4, "merged": [0, 2]}}, "shards 1,3 of 4 not merged"),
+        ({"partial": {"max_steps": 3, "estimate_seconds": 1.0}}, "PARTIAL"),
+    ],
+)
+def test_runs_that_never_count_say_why(fields, why):
+    runs = [_result(s, [1.0, 7, 0.0], scale="full") for s in range(4)]
+    agg = _with(aggregate(runs), **fields)
+    assert not agg.counts_as_reproduction and why in (agg.not_counted_reason() or "")
+    d = agg.to_dict()
+    assert d["findings_reproduced"] is None and why in d["not_counted"]
+    assert "Findings holding" in headline(agg) and why in headline(agg)
+    assert _with(aggregate(runs), shards={"n": 2, "merged": [0, 1]}).counts_as_reproduction
+
+
+def test_not_the_papers_setting_is_at_the_top_of_the_report(tmp_path):
+    r = _with(_result(0, [1.0, 7, 0.0], scale="full"), setting_note="--dataset mnist5k")
+    write_report(r, tmp_path)
+    md = (tmp_path / "report.md").read_text().splitlines()
+    assert md[2].startswith("**NOT THE PAPER'S SETTING: --dataset mnist5k.")
+    d = json.loads((tmp_path / "results.json").read_text())
+    assert d["paper_setting"] is False and d["setting_note"] == "--dataset mnist5k"
+    assert load_result(tmp_path).setting_note == "--dataset mnist5k"
+
+
+def test_a_result_names_its_code_data_and_part(tmp_path):
+    r = _with(
+        _result(0, [1.0, 7, 0.0], scale="full"),
+        commit="abc123", source_sha256="f" * 64, part="spheres",
+        data=[{"name": "d", "source": "/x", "n_train": 1, "n_test": 1, "sha256": "e" * 64,
+               "fold": 3}],
+    )  # fmt: skip
+    write_report(r, tmp_path)
+    d = json.loads((tmp_path / "results.json").read_text())
+    assert (d["commit"], d["source_sha256"], d["part"]) == ("abc123", "f" * 64, "spheres")
+    assert d["data"][0]["sha256"] == "e" * 64 and d["data"][0]["fold"] == 3
+    md = (tmp_path / "report.md").read_text()
+    assert "commit abc123" in md and "fold 3, SHA-256 eeeeeeeeeeee" in md
+    assert "(full, part spheres, 1 seed)" in md and "--part spheres" in md
+    back = load_result(tmp_path)
+    assert (back.commit, back.part) == ("abc123", "spheres")
+
+
+@pytest.mark.parametrize(
+    ("key", "a", "b", "message"),
+    [
+        ("commit", "abc", "def", "one commit"),
+        ("source_sha256", "1" * 64, "2" * 64, "one source_sha256"),
+        ("setting_note", None, "--dataset x", "one setting_note"),
+        ("part", None, "spheres", "one part"),
+    ],
+)
+def test_seed_runs_of_other_code_or_settings_do_not_merge(key, a, b, message):
+    with pytest.raises(ValueError, match=message):
+        aggregate(
+            [_with(_result(0, [1, 7, 0]), **{key: a}), _with(_result(1, [1, 7, 0]), **{key: b})]
+        )
+
+
+def test_seed_runs_on_other_data_do_not_merge_but_other_directories_of_the_same_data_do():
+    def on(source, sha, name="mnist"):
+        return [{"name": name, "source": source, "n_train": 9, "n_test": 1, "sha256": sha}]
+
+    same = [_with(_result(s, [1, 7, 0]), data=on(f"/m{s}", "a" * 64)) for s in range(2)]
+    assert aggregate(same).seeds == [0, 1]
+    other = [_with(_result(0, [1, 7, 0]), data=on("/m", "a" * 64))]
+    other.append(_with(_result(1, [1, 7, 0]), data=on("/f", "b" * 64, "fashion-mnist")))
+    with pytest.raises(ValueError, match="the same data"):
+        aggregate(other)

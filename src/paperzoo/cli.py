@@ -138,11 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=_positive, help="torch intra-op threads (default: torch's)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     fold = r.add_mutually_exclusive_group()
-    fold.add_argument("--fold", type=_positive, default=1, help="bAbI fold of the official files")
+    fold.add_argument(
+        "--fold",
+        type=_positive,
+        help="one bAbI fold of the official files (default: ggnn's full scale runs every fold "
+        "present, the other scales fold 1)",
+    )
     fold.add_argument(
         "--folds", type=_folds, help="several official bAbI folds (1-10, 1,3): mean ± std over them"
     )
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
+    r.add_argument(
+        "--part",
+        help="run one part of the paper (e.g. wrm's spheres; see `paperzoo list`): its findings "
+        "count for that part only",
+    )
     r.add_argument(
         "--max-steps",
         type=_positive,
@@ -264,7 +274,10 @@ def _cores() -> int:
 def _child_args(args: argparse.Namespace) -> list[str]:
     """The flags a seed's process repeats from this command (everything but seed, out, threads)."""
     out = ["--scale", args.scale]
-    out += ["--folds", ",".join(map(str, args.folds))] if args.folds else ["--fold", str(args.fold)]
+    if args.folds:
+        out += ["--folds", ",".join(map(str, args.folds))]
+    elif args.fold is not None:
+        out += ["--fold", str(args.fold)]
     for flag, value in (
         ("--dataset", args.dataset),
         ("--data-root", args.data_root),
@@ -274,6 +287,8 @@ def _child_args(args: argparse.Namespace) -> list[str]:
             out += [flag, str(value)]
     if args.download:
         out.append("--download")
+    if args.part is not None:
+        out += ["--part", args.part]
     for item in args.overrides:
         out += ["--set", item]
     if args.max_steps is not None:
@@ -337,11 +352,7 @@ def _resume_command(args: argparse.Namespace) -> str:
         cmd += ["--jobs", str(args.jobs)]
     if args.out is not None or not args.all:
         cmd += ["--out", str(args.out if args.out is not None else _default_out(args, args.name))]
-    child = _child_args(args)
-    if not args.folds and args.fold == 1:  # the default: leave it out
-        i = child.index("--fold")
-        del child[i : i + 2]
-    cmd += child
+    cmd += _child_args(args)
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     if args.shard is not None:
@@ -386,6 +397,8 @@ def _reproduce(args: argparse.Namespace) -> int:
             f"--jobs {jobs} x --threads {threads} exceeds the {_cores()} cores: "
             "processes spinning on shared cores slow every step by up to 50x"
         )
+    for name in names:  # before anything is written to --out: data, --dataset, --part
+        _check_run(name, args)
     device = _device(args.device)
     dist = init_distributed(device)
     if dist.enabled and device.startswith("cuda"):
@@ -396,7 +409,13 @@ def _reproduce(args: argparse.Namespace) -> int:
         out = base or _default_out(args, name)
         if multi and not dist.enabled:
             result = run_seeds(
-                name, seeds, out, jobs=jobs, threads=threads, child_args=_child_args(args)
+                name,
+                seeds,
+                out,
+                jobs=jobs,
+                threads=threads,
+                child_args=_child_args(args),
+                command=args.command_line,
             )
         else:
             if args.threads:
@@ -417,10 +436,13 @@ def _reproduce(args: argparse.Namespace) -> int:
                     shard=args.shard,
                     max_steps=args.max_steps,
                     dist=dist,
+                    part=args.part,
+                    command=args.command_line,
                 )
                 result = run_experiment(name, ctx, overrides)
             if multi and dist.is_main:
-                result = aggregate_dirs([out / f"seed-{s}" for s in seeds], out)
+                seed_dirs = [out / f"seed-{s}" for s in seeds]
+                result = aggregate_dirs(seed_dirs, out, command=args.command_line)
         if dist.is_main:
             _print_table(result, out)
             not_holding += [
@@ -432,6 +454,27 @@ def _reproduce(args: argparse.Namespace) -> int:
         sys.stdout.write("findings that did not hold:\n")
         sys.stdout.write("".join(f"  {line}\n" for line in not_holding))
     return 0
+
+
+def _check_run(name: str, args: argparse.Namespace) -> None:
+    """The checks a run makes before it writes anything (``runner.check_run``): a full run
+    without its paper's data, an unsupported ``--dataset`` or an unknown ``--part`` exit 2."""
+    from paperzoo.experiments import RunContext
+    from paperzoo.experiments.runner import check_run, get_experiment
+
+    ctx = RunContext(
+        scale=args.scale,
+        data_root=args.data_root,
+        download=args.download,
+        dataset=args.dataset,
+        fold=args.fold,
+        folds=args.folds,
+        part=args.part,
+    )
+    try:
+        check_run(get_experiment(name), ctx)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _print_table(result: Result, out: Path) -> None:
@@ -488,7 +531,7 @@ def _check_out_dir(out: Path | None) -> None:
 def cmd_merge(args: argparse.Namespace) -> int:
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.runner import aggregate_dirs, build_result, get_experiment
-    from paperzoo.report import combine_partial, load_result, write_report
+    from paperzoo.report import check_same_run, combine_partial, load_result, write_report
 
     _check_out_dir(args.out)
     try:
@@ -504,16 +547,36 @@ def cmd_merge(args: argparse.Namespace) -> int:
     sharded = {r.shard is not None for r in results}
     if sharded == {False}:  # seed runs (or aggregates of seed runs) -> one aggregate
         try:
-            result = aggregate_dirs(list(args.dirs), args.out)
+            result = aggregate_dirs(list(args.dirs), args.out, command=args.command_line)
         except ValueError as err:
             raise UsageError(str(err)) from None
         _print_table(result, args.out)
         return 0
     if sharded != {True}:
         raise UsageError("cannot merge shards of a grid with whole runs")
+    try:
+        check_same_run(results, "shards")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    grid = {r.shard[1] for r in results if r.shard is not None}
+    merged = sorted(r.shard[0] for r in results if r.shard is not None)
+    if len(grid) != 1 or len(set(merged)) != len(merged):
+        raise UsageError(
+            "shards to merge must come from one grid (one N in --shard K/N) and be distinct, got "
+            + ", ".join(f"{r.shard[0]}/{r.shard[1]}" for r in results if r.shard is not None)
+        )
+    if any(r.config != results[0].config or r.overrides != results[0].overrides for r in results):
+        raise UsageError("shards to merge must share one config (they ran different settings)")
     exp = get_experiment(papers.pop())
     raw = [json.loads((d / "results.json").read_text()) for d in args.dirs]
-    ctx = RunContext(scale=scales.pop(), seed=results[0].seeds[0], out_dir=args.out)
+    first = results[0]
+    ctx = RunContext(
+        scale=scales.pop(),
+        seed=first.seeds[0],
+        out_dir=args.out,
+        part=first.part,
+        command=args.command_line,
+    )
     try:
         outcome = exp.merge(raw, ctx)
     except (KeyError, TypeError, ValueError) as err:  # shards whose details are not as written
@@ -527,6 +590,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
             f"shards to merge must share one --max-steps, got {sorted(map(str, caps))}"
         )
     result.partial = combine_partial([r.partial for r in results])
+    # what ran is what the shards ran: their code, setting, config and overrides
+    result.commit, result.source_sha256 = first.commit, first.source_sha256
+    result.setting_note, result.config, result.overrides = (
+        first.setting_note,
+        first.config,
+        first.overrides,
+    )
+    result.shards = {"n": grid.pop(), "merged": merged}
     write_report(result, args.out)
     _print_table(result, args.out)
     return 0
@@ -756,7 +827,11 @@ def render_bench_table(report: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import shlex
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["paperzoo", *argv])
     tune_allocator()  # keep large freed buffers for reuse (see paperzoo.utils.allocator)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

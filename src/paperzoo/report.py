@@ -8,13 +8,18 @@ std, on how many seeds the target is met and a verdict:
 - ``holds``: the mean meets the target and so do at least ``ceil(3n/4)`` of the ``n`` seeds;
 - ``fragile``: the mean meets it, fewer seeds do;
 - ``fails``: the mean does not meet it;
-- ``not measured``: some seed has no measurement (missing, ``None`` or NaN); it fails;
+- ``not measured``: some seed has no measurement (missing, ``None``, NaN or infinite: a run
+  that diverged); it fails;
 - ``reported``: a descriptive number with no target (checks only).
 
 A finding counts as *reproduced* only when it holds over at least 4 seeds (at ``full`` scale,
-where one run is expensive, over the seeds that were run); smoke runs never count, and neither
-do partial runs (``--max-steps``: every loop stopped early; they carry an estimate of the whole
-run's time instead, under ``"partial"`` in results.json).
+where one run is expensive, over the seeds that were run) of a run that is its scale's own
+setting, as configured. ``Result.not_counted_reason`` says why a run does not count: smoke,
+partial (``--max-steps``: every loop stopped early; such a run carries an estimate of the whole
+run's time instead, under ``"partial"`` in results.json), a modified config (``--set``), a
+substitute data set ("not the paper's setting"), one shard or an incomplete set of shards, or
+too few seeds. A result names what ran: the commit and source digest (``paperzoo.provenance``),
+the data (name, source, sizes, SHA-256, fold), the config, the overrides and the shard.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from typing import Any
 
 from paperzoo.utils.io import atomic_write_text
 
-_CMP = re.compile(r"^\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+)\s*$")
-_WITHIN = re.compile(r"^\s*within\s+([0-9.]+)\s*%\s+of\s+([-+0-9.eE]+)\s*$")
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"  # a finite decimal number, as float() reads
+_CMP = re.compile(rf"^\s*(>=|<=|==|>|<)\s*({_NUM})\s*$", re.IGNORECASE)
+_WITHIN = re.compile(rf"^\s*within\s+(\d+\.?\d*|\.\d+)\s*%\s+of\s+({_NUM})\s*$", re.IGNORECASE)
 
 Measured = float | int | bool | None
 VERDICTS = ("holds", "fragile", "fails", "not measured", "reported")
@@ -46,19 +52,38 @@ def validate_target(target: str) -> None:
     raise ValueError(f"cannot parse claim target {target!r}")
 
 
+def is_boolean_target(target: str) -> bool:
+    """Whether ``target`` is ``"is true"`` / ``"is false"`` (it judges booleans, not numbers)."""
+    return target.strip().lower() in ("is true", "is false")
+
+
+def check_measurement(target: str, measured: Measured, claim: str = "claim") -> None:
+    """Raise ``TypeError`` naming ``claim`` when a boolean meets a numeric target or a number a
+    boolean one (a wrong claim declaration, not a failed finding)."""
+    t = target.strip().lower()
+    if measured is None or t == "reported":
+        return
+    if is_boolean_target(t) and not isinstance(measured, bool):
+        raise TypeError(f"{claim}: target {target!r} needs a boolean measurement, got {measured!r}")
+    if not is_boolean_target(t) and isinstance(measured, bool):
+        raise TypeError(f"{claim}: target {target!r} needs a number, got the boolean {measured}")
+
+
 def is_measured(value: Measured) -> bool:
-    """False for a missing (``None``) or NaN measurement."""
+    """False for a missing (``None``), NaN or infinite measurement (a run that diverged)."""
     if value is None:
         return False
-    return isinstance(value, bool) or not math.isnan(float(value))
+    return isinstance(value, bool) or math.isfinite(float(value))
 
 
 def evaluate_target(target: str, measured: Measured) -> bool | None:
     """Whether ``measured`` meets ``target``; ``None`` only for a ``"reported"`` target.
 
-    Targets: ``">= x"``, ``"> x"``, ``"<= x"``, ``"< x"``, ``"== x"``, ``"within P% of x"``,
-    ``"is true"``, ``"is false"``, and ``"reported"`` (no target). A missing or NaN measurement
-    never meets a target.
+    Targets: ``">= x"``, ``"> x"``, ``"<= x"``, ``"< x"``, ``"== x"``, ``"within P% of x"``
+    (two-sided: for a parameter count, not for an error or an accuracy, where beating the paper is
+    no failure: those are ``"<= x"`` / ``">= x"``), ``"is true"``, ``"is false"``, and
+    ``"reported"`` (no target). A missing, NaN or infinite measurement never meets a target; a
+    boolean against a numeric target, or the reverse, is a ``ValueError``.
     """
     validate_target(target)
     t = target.strip().lower()
@@ -66,9 +91,11 @@ def evaluate_target(target: str, measured: Measured) -> bool | None:
         return None
     if not is_measured(measured):
         return False
-    if t in ("is true", "is false"):
-        if not isinstance(measured, bool):
-            raise ValueError(f"target {target!r} needs a boolean measurement, got {measured!r}")
+    try:
+        check_measurement(target, measured)
+    except TypeError as err:
+        raise ValueError(str(err)) from None
+    if is_boolean_target(t):
         return measured is (t == "is true")
     value = float(measured)  # type: ignore[arg-type]
     if m := _CMP.match(t):
@@ -111,6 +138,13 @@ class ClaimResult:
     per_seed: list[Measured]
     target: str
     kind: str = "finding"
+
+    def __post_init__(self) -> None:
+        for v in self.per_seed:  # a boolean against a numeric target (or the reverse) is a bug
+            try:
+                check_measurement(str(self.target), v, f"claim {self.id}")
+            except TypeError as err:
+                raise ValueError(str(err)) from None
 
     @property
     def measured(self) -> Measured:
@@ -201,6 +235,46 @@ class Result:
     overrides: dict[str, str] = field(default_factory=dict)  # --set KEY=VALUE applied to it
     # --max-steps runs: {"max_steps", "estimate_seconds", "loops", ...}; None: a complete run
     partial: dict[str, Any] | None = None
+    commit: str | None = None  # git HEAD of the source (``+dirty``: local changes); None: unknown
+    source_sha256: str | None = None  # digest of the package's source (paperzoo.provenance)
+    # None: the scale's own setting; else why not (a substitute data set, a subset of folds)
+    setting_note: str | None = None
+    part: str | None = None  # --part: the part of the paper this run covers; None: all of it
+    # merged shards: {"n": shards in the grid, "merged": the shard indices combined}
+    shards: dict[str, Any] | None = None
+    command: str | None = None  # the command line that made this result, when recorded
+
+    @property
+    def paper_setting(self) -> bool:
+        """Whether the run is its scale's own setting (at full: the paper's data and protocol)."""
+        return self.setting_note is None
+
+    @property
+    def shards_missing(self) -> list[int]:
+        """Shard indices of the grid that a merged result lacks (empty when not merged)."""
+        if not self.shards:
+            return []
+        return sorted(set(range(int(self.shards["n"]))) - set(self.shards["merged"]))
+
+    def not_counted_reason(self) -> str | None:
+        """Why the verdicts here do not count as reproduced findings; None when they do."""
+        if self.partial is not None:
+            return f"PARTIAL run: --max-steps {self.partial['max_steps']}, every loop stopped early"
+        if self.overrides:
+            sets = " ".join(f"--set {k}={v}" for k, v in self.overrides.items())
+            return f"modified config: {sets}"
+        if self.setting_note is not None:
+            return f"not the paper's setting: {self.setting_note}"
+        if self.shard is not None:
+            return f"one slice of a grid (shard {self.shard[0]}/{self.shard[1]})"
+        if self.shards_missing:
+            missing = ",".join(map(str, self.shards_missing))
+            return f"incomplete grid: shards {missing} of {self.shards['n']} not merged"
+        if self.scale == "smoke":
+            return "smoke runs only prove the pipeline"
+        if self.scale != "full" and len(self.seeds) < MIN_SEEDS_REPRODUCED:
+            return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
+        return None
 
     @property
     def findings(self) -> list[ClaimResult]:
@@ -212,11 +286,8 @@ class Result:
 
     @property
     def counts_as_reproduction(self) -> bool:
-        """Whether verdicts here can count as reproduced findings (enough seeds, not smoke, not
-        a partial run)."""
-        if self.scale == "smoke" or self.shard is not None or self.partial is not None:
-            return False
-        return self.scale == "full" or len(self.seeds) >= MIN_SEEDS_REPRODUCED
+        """Whether verdicts here can count as reproduced findings (``not_counted_reason``)."""
+        return self.not_counted_reason() is None
 
     @property
     def all_hold(self) -> bool:
@@ -240,9 +311,16 @@ class Result:
             "wall_seconds": round(self.wall_seconds, 1),
             "paperzoo_version": self.paperzoo_version,
             "torch_version": self.torch_version,
+            "commit": self.commit,
+            "source_sha256": self.source_sha256,
+            "paper_setting": self.paper_setting,
+            "setting_note": self.setting_note,
+            "part": self.part,
+            "command": self.command,
             "data": self.data,
             "claims": [c.to_dict() for c in self.claims],
             "findings_reproduced": holding if self.counts_as_reproduction else None,
+            "not_counted": self.not_counted_reason(),
             "findings_holding": holding,
             "checks_holding": f"{sum(c.verdict == 'holds' for c in judged)}/{len(judged)}",
             "figures": self.figures,
@@ -251,8 +329,9 @@ class Result:
             "overrides": self.overrides,
             "details": self.details,
         }
-        if self.shard is not None:
-            d["shard"] = list(self.shard)
+        d["shard"] = list(self.shard) if self.shard is not None else None
+        if self.shards is not None:
+            d["shards"] = self.shards
         if self.partial is not None:  # the marker: verdicts of a run whose loops stopped early
             d["partial"] = True
             d["max_steps"] = self.partial["max_steps"]
@@ -292,6 +371,12 @@ class Result:
                 config=dict(d["config"]),
                 overrides=dict(d["overrides"]),
                 partial=dict(d["estimate"]) if d.get("partial") else None,
+                commit=d.get("commit"),  # absent in results of paperzoo before provenance
+                source_sha256=d.get("source_sha256"),
+                setting_note=d.get("setting_note"),
+                part=d.get("part"),
+                shards=dict(d["shards"]) if d.get("shards") else None,
+                command=d.get("command"),
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -318,6 +403,7 @@ class Result:
             for v in c.per_seed:
                 if not (v is None or isinstance(v, bool | int | float)):
                     raise ValueError(f"{source}: claim {c.id} has a non-numeric measurement {v!r}")
+
             if len(c.per_seed) != len(self.seeds):
                 raise ValueError(
                     f"{source}: claim {c.id} has {len(c.per_seed)} measurements "
@@ -339,20 +425,50 @@ def load_result(out_dir: str | Path) -> Result:
     return Result.from_dict(d, str(path))
 
 
+def data_identity(data: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What makes two runs' data the same: name, sizes, fold and SHA-256 (the directory they
+    were read from only where no digest was recorded)."""
+    return [
+        (d.get("name"), d.get("n_train"), d.get("n_test"), d.get("fold"), d.get("sha256"))
+        if d.get("sha256")
+        else (d.get("name"), d.get("source"), d.get("n_train"), d.get("n_test"), d.get("fold"))
+        for d in data
+    ]
+
+
+def check_same_run(runs: list[Result], what: str = "runs") -> None:
+    """Raise ``ValueError`` (one line) unless ``runs`` share paper, scale, version, code (commit
+    and source digest), data, setting and part: what may be merged into one verdict."""
+    if not runs:
+        raise ValueError("nothing to merge")
+    keys = ("paper", "scale", "paperzoo_version", "commit", "source_sha256", "setting_note", "part")
+    for key in keys:
+        values = sorted({str(getattr(r, key)) for r in runs})
+        if len(values) > 1:
+            shown = ", ".join(v[:16] for v in values)
+            raise ValueError(f"{what} must share one {key}, got {shown}")
+    first = data_identity(runs[0].data)
+    for r in runs[1:]:
+        if data_identity(r.data) != first:
+            names = sorted({str(d.get("name")) for x in runs for d in x.data})
+            raise ValueError(
+                f"{what} must read the same data (name, sizes, fold, SHA-256); "
+                f"seed {format_seeds(r.seeds)} differs from seed {format_seeds(runs[0].seeds)} "
+                f"({', '.join(names)})"
+            )
+
+
 def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
     """Combine single-paper runs at different seeds into one result with per-seed values.
 
-    The runs must come from one paper, scale and paperzoo version, declare the same claims with
-    the same kinds and targets (targets are fixed before the run), and have distinct seeds.
+    The runs must be of the same code and data (``check_same_run``), declare the same claims
+    with the same kinds and targets (targets are fixed before the run), and have distinct seeds.
     The aggregate's ``wall_seconds`` is the sum over the runs.
     """
     if not runs:
         raise ValueError("nothing to aggregate")
     first = runs[0]
-    for key in ("paper", "scale", "paperzoo_version"):
-        values = sorted({str(getattr(r, key)) for r in runs})
-        if len(values) > 1:
-            raise ValueError(f"seed runs must share one {key}, got {', '.join(values)}")
+    check_same_run(runs, "seed runs")
     for key in ("config", "overrides"):
         if any(getattr(r, key) != getattr(first, key) for r in runs[1:]):
             raise ValueError(f"seed runs must share one {key} (they ran different settings)")
@@ -408,6 +524,10 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         config=first.config,
         overrides=first.overrides,
         partial=combine_partial([r.partial for r in runs]),
+        commit=first.commit,
+        source_sha256=first.source_sha256,
+        setting_note=first.setting_note,
+        part=first.part,
     )
 
 
@@ -456,23 +576,16 @@ def _fmt(v: Any) -> str:
 
 
 def headline(result: Result) -> str:
-    """ "Findings reproduced: k of n (quick, 4 seeds)", or why the verdicts don't count yet."""
+    """ "Findings reproduced: k of n (quick, 4 seeds)", or why the verdicts don't count."""
     findings = result.findings
     k = sum(c.verdict == "holds" for c in findings)
     n_seeds = len(result.seeds)
+    where = f"{result.scale}, part {result.part}" if result.part else result.scale
     seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
-    if result.counts_as_reproduction:
-        return f"Findings reproduced: {k} of {len(findings)} ({result.scale}, {seeds})"
-    why = (
-        f"PARTIAL run: --max-steps {result.partial['max_steps']}, every loop stopped early"
-        if result.partial is not None
-        else "smoke runs only prove the pipeline"
-        if result.scale == "smoke"
-        else "one slice of a grid"
-        if result.shard is not None
-        else f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
-    )
-    return f"Findings holding: {k} of {len(findings)} ({result.scale}, {seeds}; {why})"
+    why = result.not_counted_reason()
+    if why is None:
+        return f"Findings reproduced: {k} of {len(findings)} ({where}, {seeds})"
+    return f"Findings holding: {k} of {len(findings)} ({where}, {seeds}; not counted: {why})"
 
 
 def _claim_table(
@@ -501,27 +614,26 @@ def _claim_table(
 def render_markdown(result: Result) -> str:
     """report.md: the headline, the findings table, the checks, notes and figures."""
     seeds = result.seeds
-    seed_flag = f"--seed {seeds[0]}" if len(seeds) == 1 else f"--seeds {format_seeds(seeds)}"
-    seed_flag += "".join(f" --set {k}={v}" for k, v in result.overrides.items())
-    if result.partial is not None:
-        seed_flag += f" --max-steps {result.partial['max_steps']}"
-    lines = [
-        f"# {result.title}",
-        "",
+    lines = [f"# {result.title}", ""]
+    if not result.paper_setting:
+        lines += [
+            f"**NOT THE PAPER'S SETTING: {result.setting_note}. None of its findings counts as "
+            "reproduced.**",
+            "",
+        ]
+    code = f"commit {result.commit}" if result.commit else "commit unknown"
+    if result.source_sha256:
+        code += f", source {result.source_sha256[:12]}"
+    lines += [
         f"**{headline(result)}**",
         "",
-        f"`paperzoo reproduce {result.paper} --scale {result.scale} {seed_flag}` "
-        f"on {result.device}, {result.wall_seconds:.1f} s"
-        f"{' (sum over seeds)' if len(seeds) > 1 else ''} "
-        f"(paperzoo {result.paperzoo_version}, torch {result.torch_version})",
+        f"`{result.command or _command(result)}` on {result.device}, "
+        f"{result.wall_seconds:.1f} s{' (sum over seeds)' if len(seeds) > 1 else ''} "
+        f"(paperzoo {result.paperzoo_version}, torch {result.torch_version}, {code})",
         "",
     ]
     if result.data:
-        lines.append("Data: " + "; ".join(
-            f"{d['name']} ({d['source']}, {d['n_train']} train / {d['n_test']} test)"
-            for d in result.data
-        ))  # fmt: skip
-        lines.append("")
+        lines += ["Data: " + "; ".join(_data_text(d) for d in result.data), ""]
     partial = result.partial is not None
     if partial:
         lines += _partial_lines(result)
@@ -542,6 +654,27 @@ def render_markdown(result: Result) -> str:
     if result.seed_dirs:
         lines += ["", "Seed runs: " + ", ".join(f"[{d}]({d}/report.md)" for d in result.seed_dirs)]
     return "\n".join(lines) + "\n"
+
+
+def _command(result: Result) -> str:
+    """The command that made ``result``, rebuilt from it (when the run did not record one)."""
+    seeds = result.seeds
+    cmd = f"paperzoo reproduce {result.paper} --scale {result.scale} "
+    cmd += f"--seed {seeds[0]}" if len(seeds) == 1 else f"--seeds {format_seeds(seeds)}"
+    if result.part:
+        cmd += f" --part {result.part}"
+    cmd += "".join(f" --set {k}={v}" for k, v in result.overrides.items())
+    if result.partial is not None:
+        cmd += f" --max-steps {result.partial['max_steps']}"
+    return cmd
+
+
+def _data_text(d: dict[str, Any]) -> str:
+    """One data set of results.json as report.md names it."""
+    extra = f", fold {d['fold']}" if d.get("fold") is not None else ""
+    if d.get("sha256"):
+        extra += f", SHA-256 {str(d['sha256'])[:12]}"
+    return f"{d['name']} ({d['source']}, {d['n_train']} train / {d['n_test']} test{extra})"
 
 
 def _hms(seconds: float) -> str:

@@ -6,8 +6,9 @@ sources in ``DATASETS``).
 
 import paperzoo.data as _pkg
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split, load_dataset
+from paperzoo.data.layouts import DataRequired
 from paperzoo.utils.modules import import_submodules
 
 import_submodules(_pkg)
 
-__all__ = ["DATASETS", "DataError", "DataInfo", "Split", "load_dataset"]
+__all__ = ["DATASETS", "DataError", "DataInfo", "DataRequired", "Split", "load_dataset"]

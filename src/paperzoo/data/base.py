@@ -7,7 +7,7 @@ Every source is registered by name in ``DATASETS`` so that ``--dataset NAME`` pi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -26,9 +26,58 @@ class DataInfo:
     source: str  # "generated", "embedded:<package>", or the directory the files came from
     n_train: int
     n_test: int
+    # SHA-256 of the data read (``examples_sha256``, or of the files); None: not recorded (data
+    # generated from the seed: the generator's config identifies them)
+    sha256: str | None = None
+    fold: int | None = None  # which fold of a data set published in folds (official bAbI)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+def tensor_sha256(*tensors: Tensor) -> str:
+    """SHA-256 over the dtype, shape and bytes of ``tensors``, in order (e.g. a fixed probe of a
+    data set's images). Guarded test data are hashed too: a digest selects nothing."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with torch._C.DisableTorchFunctionSubclass():
+        for t in tensors:
+            t = t.detach().cpu().contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)};".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def examples_sha256(*pairs: tuple[Tensor, Tensor]) -> str:
+    """SHA-256 of a set of labelled examples, whatever their order and however they are split:
+    each example (input bytes and label) is hashed, the digests sorted, and those hashed. Equal
+    files give equal digests wherever they were read from, and a seeded split or shuffle of one
+    source keeps its digest. Guarded test data (``paperzoo.data.holdout``) are hashed too: a
+    digest identifies them, it selects nothing.
+
+    Args:
+        pairs: ``(x, y)`` with ``x`` (N, ...) and ``y`` (N,) per part (train, test).
+    """
+    import hashlib
+
+    digests: list[bytes] = []
+    shapes: set[str] = set()
+    with torch._C.DisableTorchFunctionSubclass():
+        for x, y in pairs:
+            xs = x.detach().cpu().contiguous()
+            ys = y.detach().cpu().contiguous()
+            shapes.add(f"{xs.dtype}{tuple(xs.shape[1:])}{ys.dtype}")
+            xb = xs.reshape(len(xs), -1).view(torch.uint8).numpy()
+            yb = ys.reshape(len(ys), -1).view(torch.uint8).numpy()
+            digests += [
+                hashlib.blake2b(xb[i].tobytes() + b"|" + yb[i].tobytes(), digest_size=16).digest()
+                for i in range(len(xb))
+            ]
+    h = hashlib.sha256(";".join(sorted(shapes)).encode())
+    for d in sorted(digests):
+        h.update(d)
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -84,7 +133,8 @@ class Split:
                 x, y = x[keep], y[keep]
             halves.append((x, y))
         (xtr, ytr), (xte, yte) = halves
-        info = DataInfo(self.info.name, self.info.source, len(ytr), len(yte))
+        # the digest stays the source's (what was read), the sizes are the subset's
+        info = replace(self.info, n_train=len(ytr), n_test=len(yte))
         return Split(xtr, ytr, xte, yte, info, self.num_classes)
 
 
@@ -110,7 +160,11 @@ def load_dataset(
     import paperzoo.data  # noqa: F401  (registers every source)
 
     root = Path(data_root).expanduser() if data_root is not None else None
-    return DATASETS.create(name, data_root=root, download=download, seed=seed)
+    split = DATASETS.create(name, data_root=root, download=download, seed=seed)
+    if split.info.sha256 is None:
+        digest = examples_sha256((split.x_train, split.y_train), (split.x_test, split.y_test))
+        split = replace(split, info=replace(split.info, sha256=digest))
+    return split
 
 
 def stratified_split(

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, download_file
+from paperzoo.data.layouts import all_files, register_layout
 from paperzoo.utils.io import sha256_file
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,20 @@ CIFAR100_ARCHIVE = RemoteFile(
 )
 CIFAR10_DIR, CIFAR100_DIR = "cifar-10-batches-py", "cifar-100-python"
 CIFAR10_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+register_layout(
+    "cifar10",
+    what="CIFAR-10",
+    layout=f"DIR/{CIFAR10_DIR}/{{data_batch_1..5,test_batch}} (the python version)",
+    downloadable=True,
+    present=all_files(*(f"{CIFAR10_DIR}/{f}" for f in (*CIFAR10_TRAIN, "test_batch"))),
+)
+register_layout(
+    "cifar100",
+    what="CIFAR-100",
+    layout=f"DIR/{CIFAR100_DIR}/{{train,test}} (the python version)",
+    downloadable=True,
+    present=all_files(f"{CIFAR100_DIR}/train", f"{CIFAR100_DIR}/test"),
+)
 
 # -- a pickle subset interpreter --------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import torch
 
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, ensure_files
+from paperzoo.data.layouts import all_files, register_layout
 
 # IDX type codes -> numpy dtypes (big-endian as stored).
 _DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -43,6 +45,21 @@ FASHION_FILES = [
                "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"),
 ]  # fmt: skip
 DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+
+
+def _idx_present(sub: str) -> Callable[[Path], bool]:
+    stems = [f"{p}-{k}-ubyte" for p in ("train", "t10k") for k in ("images-idx3", "labels-idx1")]
+    return all_files(*(f"{sub}/{s}.gz|{sub}/{s}" for s in stems))
+
+
+for _name, _what in (("mnist", "MNIST"), ("fashion-mnist", "Fashion-MNIST")):
+    register_layout(
+        _name,
+        what=_what,
+        layout=f"DIR/{_name}/{{train,t10k}}-{{images-idx3,labels-idx1}}-ubyte[.gz]",
+        downloadable=True,
+        present=_idx_present(_name),
+    )
 
 
 _KIND_NDIM = {"images": 3, "labels": 1}  # MNIST-format files: idx3 images, idx1 labels

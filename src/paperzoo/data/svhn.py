@@ -15,6 +15,7 @@ import torch
 
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, ensure_files
+from paperzoo.data.layouts import all_files, register_layout
 
 SVHN_URL = "http://ufldl.stanford.edu/housenumbers"
 # SHA-256 digests as pinned by tensorflow_datasets (url_checksums/svhn_cropped.txt).
@@ -24,6 +25,13 @@ SVHN_FILES = [
     RemoteFile("test_32x32.mat", f"{SVHN_URL}/test_32x32.mat",
                "cdce80dfb2a2c4c6160906d0bd7c68ec5a99d7ca4831afa54f09182025b6a75b"),
 ]  # fmt: skip
+register_layout(
+    "svhn",
+    what="SVHN",
+    layout="DIR/svhn/{train,test}_32x32.mat",
+    downloadable=True,
+    present=all_files("svhn/train_32x32.mat", "svhn/test_32x32.mat"),
+)
 
 
 def read_svhn_mat(path: str | Path) -> tuple[torch.Tensor, torch.Tensor]:

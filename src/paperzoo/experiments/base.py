@@ -153,9 +153,11 @@ class RunContext:
     download: bool = False
     dataset: str | None = None
     quiet: bool = False
-    fold: int = 1  # GG-NN: which fold of the official bAbI files
+    command: str | None = None  # the command line, recorded in results.json (not a run's identity)
+    fold: int | None = None  # GG-NN: one fold of the official bAbI files (--fold); None: not given
     folds: tuple[int, ...] | None = None  # GG-NN: several official folds (--folds)
     shard: tuple[int, int] | None = None  # (k, n): run only slice k of n of a model grid
+    part: str | None = None  # --part: run one part of the paper (``Experiment.parts``); None: all
     # --max-steps: every loop stops after this many steps (paperzoo.engine.budget); None: off
     max_steps: int | None = None
     dist: DistInfo = field(default_factory=DistInfo)
@@ -200,14 +202,25 @@ class Experiment(ABC):
     """One paper's reproduction.
 
     Subclasses set ``name``, ``title``, ``claims``, ``datasets`` (names accepted by ``--dataset``,
-    first is the default; empty when the data are generated) and ``configs`` (one config object
-    per scale in ``SCALES``), and implement ``run``.
+    first is the default at smoke and quick; empty when the data are generated), ``paper_data``
+    (the data set the paper's own experiment reads, the default at full) and ``configs`` (one
+    config object per scale in ``SCALES``), and implement ``run``.
+
+    Data at full scale: a run without ``--dataset`` reads ``paper_data`` from ``--data-root``
+    (``require_data`` refuses, before anything is written, when the files are absent); a run
+    with another ``--dataset`` is marked "not the paper's setting" (``setting_note``) and none
+    of its findings counts as reproduced.
     """
 
     name: ClassVar[str]
     title: ClassVar[str]
     claims: ClassVar[tuple[ClaimSpec, ...]]
     datasets: ClassVar[tuple[str, ...]] = ()
+    # The data set of the paper's own experiment (a name in ``paperzoo.data.layouts.LAYOUTS``),
+    # read at full scale; None: the paper's data are generated here, a full run needs no files.
+    paper_data: ClassVar[str | None] = None
+    # Parts of the paper that run alone (``--part NAME``): name -> the prefix of its claim ids.
+    parts: ClassVar[Mapping[str, str]] = MappingProxyType({})
     configs: ClassVar[Mapping[str, Any]]
     # What the time estimate of a --max-steps run leaves out (shown in its report).
     not_estimated: ClassVar[tuple[str, ...]] = ()
@@ -217,16 +230,70 @@ class Experiment(ABC):
             raise ValueError(f"unknown scale {scale!r}; choose from {', '.join(SCALES)}")
         return self.configs[scale]
 
+    def default_dataset(self, scale: str) -> str | None:
+        """The data set a run at ``scale`` reads without ``--dataset``: the paper's at full (when
+        declared), else the embedded default (``datasets[0]``); None when generated."""
+        if scale == "full" and self.paper_data is not None:
+            return self.paper_data
+        return self.datasets[0] if self.datasets else None
+
     def dataset_name(self, ctx: RunContext) -> str | None:
-        """The data set to use: ``ctx.dataset`` if supported, else the default."""
+        """The data set to use: ``ctx.dataset`` if supported, else ``default_dataset``."""
         if ctx.dataset is None:
-            return self.datasets[0] if self.datasets else None
+            return self.default_dataset(ctx.scale)
         if ctx.dataset not in self.datasets:
             supported = ", ".join(self.datasets) or "none (its data are generated)"
             raise ValueError(
                 f"{self.name} does not support --dataset {ctx.dataset}; supported: {supported}"
             )
         return ctx.dataset
+
+    def part_prefix(self, ctx: RunContext) -> str | None:
+        """The claim-id prefix of ``ctx.part`` (None: the whole paper); ``ValueError`` naming the
+        parts for an unknown one."""
+        if ctx.part is None:
+            return None
+        if ctx.part not in self.parts:
+            known = ", ".join(self.parts) or "none (it runs in one piece)"
+            raise ValueError(f"{self.name} has no part {ctx.part!r}; parts: {known}")
+        return self.parts[ctx.part]
+
+    def claims_at(self, ctx: RunContext) -> list[ClaimSpec]:
+        """The claims a run measures: those declared at its scale, in its part (if any)."""
+        prefix = self.part_prefix(ctx)
+        return [
+            c
+            for c in self.claims
+            if c.applies(ctx.scale) and (prefix is None or c.id.startswith(prefix))
+        ]
+
+    def uses_paper_data(self, ctx: RunContext) -> bool:
+        """Whether a run reads ``paper_data`` (full scale, no other ``--dataset``). A part that
+        reads no files overrides this (``require_data`` then asks for nothing)."""
+        return (
+            ctx.scale == "full"
+            and self.paper_data is not None
+            and ctx.dataset in (None, self.paper_data)
+        )
+
+    def require_data(self, ctx: RunContext) -> None:
+        """Raise ``paperzoo.data.DataRequired`` (one line: the data set and its layout) when a full
+        run's paper data are not under ``ctx.data_root``. Called before anything is written."""
+        if self.uses_paper_data(ctx):
+            from paperzoo.data import layouts
+
+            assert self.paper_data is not None
+            layouts.require(self.paper_data, ctx.data_root, ctx.download)
+
+    def setting_note(self, ctx: RunContext) -> str | None:
+        """None when the run is its scale's own setting; else one line saying why not (a
+        substitute data set). Such a run's findings never count as reproduced."""
+        default = self.default_dataset(ctx.scale)
+        if ctx.dataset is None or ctx.dataset == default:
+            return None
+        if ctx.scale == "full" and self.paper_data is not None:
+            return f"--dataset {ctx.dataset} instead of the paper's {self.paper_data}"
+        return f"--dataset {ctx.dataset} instead of the {ctx.scale} default {default}"
 
     @abstractmethod
     def run(self, cfg: Any, ctx: RunContext) -> Outcome:

@@ -37,19 +37,27 @@ def get_experiment(name: str) -> Experiment:
 
 
 def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float) -> Result:
-    """Pair each claim declared at the run's scale with its measurement; a claim left unmeasured
-    (or one measured but not declared at that scale) is an error."""
+    """Pair each claim declared at the run's scale (and part) with its measurement; a claim left
+    unmeasured, one measured but not declared there, or a boolean measured against a numeric
+    target (or the reverse) is an error naming the claim. The result names what ran: the code
+    (``paperzoo.provenance``), the data, the setting and the part."""
     from paperzoo import __version__
+    from paperzoo.provenance import code_identity
+    from paperzoo.report import check_measurement
 
-    specs = [c for c in exp.claims if c.applies(ctx.scale)]
+    specs = exp.claims_at(ctx)
     declared = {c.id for c in specs}
     unknown = sorted(set(outcome.measured) - declared)
     missing = sorted(declared - set(outcome.measured))
     if unknown or missing:
+        where = f"{ctx.scale}, part {ctx.part}" if ctx.part else ctx.scale
         raise RuntimeError(
-            f"{exp.name}: measured claims do not match the ones declared at {ctx.scale} "
+            f"{exp.name}: measured claims do not match the ones declared at {where} "
             f"(undeclared: {unknown}, unmeasured: {missing})"
         )
+    for c in specs:
+        check_measurement(c.target_at(ctx.scale), _plain(outcome.measured[c.id]), c.id)
+    code = code_identity()
     claims = [
         ClaimResult(
             c.id,
@@ -76,6 +84,11 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         notes=outcome.notes,
         details=outcome.details,
         shard=ctx.shard,
+        commit=code["commit"],
+        source_sha256=code["source_sha256"],
+        setting_note=exp.setting_note(ctx),
+        part=ctx.part,
+        command=ctx.command,
     )
 
 
@@ -114,6 +127,8 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
         "shard": list(ctx.shard) if ctx.shard else None,
         "config": config_to_dict(cfg),
     }
+    if ctx.part is not None:  # a part is another run (absent: the records of older runs match)
+        spec["part"] = ctx.part
     if ctx.max_steps is not None:  # a capped run is another run (never resumed as a real one)
         spec["max_steps"] = ctx.max_steps
     return spec
@@ -203,6 +218,20 @@ def plan_line(exp: Experiment, cfg: Any, ctx: RunContext, *, shown: int = 6) -> 
     )
 
 
+def check_run(exp: Experiment, ctx: RunContext) -> str | None:
+    """Validate ``--dataset`` and ``--part`` and make sure a full run's paper data are there,
+    before anything is written to ``ctx.out_dir``; returns the data set name (None: generated).
+
+    Raises:
+        paperzoo.data.DataRequired: a full run's data are not under ``ctx.data_root``.
+        ValueError: an unsupported ``--dataset`` or an unknown ``--part``.
+    """
+    dataset = exp.dataset_name(ctx)
+    exp.part_prefix(ctx)
+    exp.require_data(ctx)
+    return dataset
+
+
 def run_experiment(
     name: str, ctx: RunContext, overrides: Mapping[str, str] | None = None
 ) -> Result:
@@ -215,7 +244,7 @@ def run_experiment(
     """
     exp = get_experiment(name)
     cfg = resolve_config(name, ctx.scale, overrides)
-    dataset = exp.dataset_name(ctx)  # validate --dataset before any work
+    dataset = check_run(exp, ctx)
     spec = run_spec(name, ctx, cfg, dataset)
     if ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec):
         log.info("%s: resuming the run in %s", name, ctx.out_dir)
@@ -270,6 +299,7 @@ def run_seeds(
     jobs: int = 1,
     threads: int = 1,
     child_args: list[str] | None = None,
+    command: str | None = None,
 ) -> Result:
     """Run experiment ``name`` once per seed, ``jobs`` processes at a time, and aggregate.
 
@@ -346,7 +376,7 @@ def run_seeds(
             f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
         )
         raise SeedRunError(f"{name}: seed runs failed: {logs}")
-    return aggregate_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir)
+    return aggregate_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir, command=command)
 
 
 def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> None:
@@ -368,7 +398,7 @@ def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> N
             signum, sent = getattr(again, "signum", signal.SIGINT), set()
 
 
-def aggregate_dirs(seed_dirs: list[Path], out_dir: Path) -> Result:
+def aggregate_dirs(seed_dirs: list[Path], out_dir: Path, *, command: str | None = None) -> Result:
     """Aggregate the single-seed runs in ``seed_dirs`` into ``out_dir`` (results.json, report.md).
 
     A directory that itself holds an aggregate (it lists ``seed_dirs``) contributes its seed runs.
@@ -383,5 +413,6 @@ def aggregate_dirs(seed_dirs: list[Path], out_dir: Path) -> Result:
             runs.append(load_result(part) if res.seed_dirs else res)
             names.append(os.path.relpath(Path(part).resolve(), out_dir))
     result = aggregate(runs, names)
+    result.command = command
     write_report(result, out_dir)
     return result
