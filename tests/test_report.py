@@ -14,8 +14,6 @@ from paperzoo.report import (
     is_measured,
     load_result,
     render_markdown,
-    render_summary_html,
-    render_summary_markdown,
     seeds_needed,
     validate_target,
     write_report,
@@ -187,16 +185,6 @@ def test_load_result_rejects_other_files(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"paper": "x", "paperzoo_version": "0.1.0"}))
     with pytest.raises(ValueError, match=r"paperzoo 0\.1\.0"):
         load_result(tmp_path)
-
-
-def test_summary_tables():
-    agg = aggregate([_result(s, [1.0, 7, 0.0]) for s in range(4)])
-    md = render_summary_markdown([agg, _result(0, [-1.0, 7, 0.0], paper="y")])
-    assert "| x | quick | 0-3 | 1/1 | 1/1 | 1/1 |" in md
-    assert "| y | quick | 0 | — | 0/1 | 1/1 |" in md
-    assert "| x | `f` | 1 | 1 ± 0 | > 0 | ✅ holds (4/4) |" in md
-    html = render_summary_html([agg])
-    assert html.startswith("<!doctype html>") and "<td>✅ holds (4/4)</td>" in html
 
 
 def test_format_seeds():

@@ -604,7 +604,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from paperzoo.report import load_result, render_summary_html, render_summary_markdown
+    from paperzoo.report import load_result
+    from paperzoo.summary import render_summary_html, render_summary_markdown
     from paperzoo.utils.io import atomic_write_text
 
     if args.html is not None and args.html.is_dir():
@@ -613,9 +614,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
         results = [load_result(d) for d in args.dirs]
     except ValueError as err:
         raise UsageError(str(err)) from None
-    sys.stdout.write(render_summary_markdown(results))
+    sys.stdout.write(render_summary_markdown(results, dirs=args.dirs))
     if args.html:
-        atomic_write_text(args.html, render_summary_html(results))
+        page = render_summary_html(results, dirs=args.dirs, base=args.html.resolve().parent)
+        atomic_write_text(args.html, page)
     return 0
 
 
