@@ -106,3 +106,50 @@ def test_a_diverging_optimizer_is_recorded_and_its_comparisons_not_measured(smok
                 assert c.measured is None and c.holds is not True
     note = next(n for n in d["notes"] if n.startswith("Diverged"))
     assert "balanced Path-SGD lr 1e+38" in note and "Every step size diverged" in note
+
+
+def test_full_scale_reads_the_papers_data_sets():
+    # Section 6's four data sets: MNIST is full's default (not a config fallback), the other
+    # three are the paper's setting too; a substitute such as Fashion-MNIST is marked.
+    exp = path_sgd.PathSGDExperiment()
+    assert exp.paper_data == "mnist"
+    names = {s: exp.dataset_name(RunContext(scale=s)) for s in ("smoke", "quick", "full")}
+    assert names == {"smoke": "digits", "quick": "mnist5k", "full": "mnist"}
+    for name in ("mnist", "cifar10", "cifar100", "svhn"):
+        assert exp.setting_note(RunContext(scale="full", dataset=name)) is None
+    assert exp.setting_note(RunContext(scale="full", dataset="fashion-mnist")) is not None
+    assert exp.setting_note(RunContext(scale="full", dataset="mnist5k")) is not None
+    assert "default_dataset" not in {f.name for f in dataclasses.fields(path_sgd.PathSGDConfig)}
+
+
+@pytest.mark.parametrize(("extra", "what"), [([], "MNIST"), (["--dataset", "svhn"], "SVHN")])
+def test_full_run_without_data_root_exits_2_and_writes_nothing(tmp_path, capsys, extra, what):
+    from paperzoo.cli import main
+
+    out = tmp_path / "out"
+    argv = ["reproduce", "path-sgd", "--scale", "full", "--max-steps", "1", "--out", str(out)]
+    assert main([*argv, *extra, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0] and "--data-root" in err[0]
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_dry_run_curves_read_the_first_batches_only(smoke_ctx, monkeypatch):
+    # --max-steps N: every curve point and test error reads N batches (of batch_size) of each
+    # set; a full dry run predicted 2 x 50,000 examples through the 2 x 4000 MLP per grid point.
+    from paperzoo.engine import budget
+
+    seen: list[int] = []
+    orig = path_sgd.predict
+
+    def spy(net, x, **kw):  # noqa: ANN001, ANN202
+        seen.append(len(x))
+        return orig(net, x, **kw)
+
+    monkeypatch.setattr(path_sgd, "predict", spy)
+    exp = path_sgd.PathSGDExperiment()
+    cfg = dataclasses.replace(exp.config("smoke"), batch_size=50)
+    with budget.capped(budget.StepBudget(2)):
+        out = exp.run(cfg, smoke_ctx)
+    assert seen and max(seen) == 100  # training (300), validation (100) and test (200) cut
+    assert out.measured["invariance.rescaled_net.same_trajectory"] is not None

@@ -64,15 +64,16 @@ import json
 import logging
 import math
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
-from paperzoo.data import load_dataset
+from paperzoo.data import layouts, load_dataset
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import (
@@ -96,6 +97,8 @@ from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
+# The data sets of Section 6 (each one the paper's setting at full scale).
+PAPER_DATASETS = ("mnist", "cifar10", "cifar100", "svhn")
 OPTIMIZERS = ("pathsgd", "sgd", "adagrad")
 INITS = ("balanced", "unbalanced")
 LABELS = {"pathsgd": "Path-SGD", "sgd": "SGD", "adagrad": "AdaGrad"}
@@ -119,7 +122,6 @@ class PathSGDConfig:
     dropout: float = 0.0  # dropout after each hidden ReLU (the paper ran 0 and 0.5)
     n_train: int | None = None  # use only the first n_train training examples (None: all)
     n_test: int | None = None  # use only the first n_test test examples (None: all)
-    default_dataset: str | None = None  # data set when --dataset is not given (None: mnist5k)
 
 
 @dataclass
@@ -369,12 +371,21 @@ class PathSGDExperiment(Experiment):
     name = "path-sgd"
     title = "Path-SGD: Path-Normalized Optimization in Deep Neural Networks"
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100", "svhn")
+    # Section 6 runs four data sets: MNIST is the full scale's default (``paper_data``); the other
+    # three (--dataset cifar10 / cifar100 / svhn) are the paper's setting too. Smoke and quick
+    # run embedded digits.
+    paper_data = "mnist"
+    paper_datasets: ClassVar[tuple[str, ...]] = PAPER_DATASETS
+    embedded_defaults: ClassVar[Mapping[str, str]] = {"smoke": "digits", "quick": "mnist5k"}
+    not_estimated = (
+        "the training and validation curves, test errors and invariance logits beyond the "
+        "first batches of examples",
+    )
     claims = _CLAIMS
     configs = {
         "smoke": PathSGDConfig(
             hidden=32, epochs=2, batch_size=100, pathsgd_lrs=(0.1,), sgd_lrs=(0.1,),
             adagrad_lrs=(0.01,), n_val=100, invariance_steps=8, n_train=400, n_test=200,
-            default_dataset="digits",
         ),
         "quick": PathSGDConfig(
             hidden=500, epochs=30, batch_size=100, pathsgd_lrs=(1.0, 0.1, 0.01, 0.001),
@@ -383,14 +394,34 @@ class PathSGDExperiment(Experiment):
         "full": PathSGDConfig(
             hidden=4000, epochs=100, batch_size=100, pathsgd_lrs=(1.0, 0.1, 0.01, 0.001, 1e-4),
             sgd_lrs=(1.0, 0.1, 0.01, 0.001, 1e-4, 1e-5), adagrad_lrs=(0.1, 0.01, 0.001, 1e-4),
-            n_val=10000, invariance_steps=1000, default_dataset="mnist",
+            n_val=10000, invariance_steps=1000,
         ),
     }  # fmt: skip
 
     plan_upper_bound = True  # a step size that diverges stops its run
 
+    def default_dataset(self, scale: str) -> str | None:
+        """The data set without ``--dataset``: MNIST at full (``paper_data``, from --data-root),
+        embedded digits at smoke and quick (``embedded_defaults``)."""
+        return self.embedded_defaults.get(scale) or super().default_dataset(scale)
+
+    def setting_note(self, ctx: RunContext) -> str | None:
+        """At full, each of the paper's four data sets is its setting (Section 6)."""
+        if ctx.scale == "full" and self.dataset_name(ctx) in self.paper_datasets:
+            return None
+        return super().setting_note(ctx)
+
+    def require_data(self, ctx: RunContext) -> None:
+        """At full, the files of whichever of the paper's data sets runs must be present."""
+        name = self.dataset_name(ctx)
+        if ctx.scale == "full" and name in self.paper_datasets:
+            layouts.require(name, ctx.data_root, ctx.download)
+            return
+        super().require_data(ctx)
+
     def plan(self, cfg: PathSGDConfig, ctx: RunContext) -> list[tuple[str, int]]:
-        name = ctx.dataset or cfg.default_dataset or self.datasets[0]
+        name = self.dataset_name(ctx)
+        assert name is not None
         steps = cfg.epochs * ((train_size(name, cfg.n_train) - cfg.n_val) // cfg.batch_size)
         grids = {"pathsgd": cfg.pathsgd_lrs, "sgd": cfg.sgd_lrs, "adagrad": cfg.adagrad_lrs}
         grid = [(f"{i}-{o}-lr{lr:g}", steps) for i in INITS for o in OPTIMIZERS for lr in grids[o]]
@@ -400,17 +431,20 @@ class PathSGDExperiment(Experiment):
         return grid + inv
 
     def run(self, cfg: PathSGDConfig, ctx: RunContext) -> Outcome:
-        name = ctx.dataset or cfg.default_dataset or self.datasets[0]
+        name = self.dataset_name(ctx)
+        assert name is not None
         split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
         # Stratified random draws, not a file's first examples (a class-sorted file would lose
         # classes); the same stream and order as before Split.subset drew them.
         split = split.subset(cfg.n_train, cfg.n_test, generator=ctx.generator("subset"))
         data = _prepare(split, cfg, ctx.generator("val-split"))
-        # Test data (standardised with training statistics) are read in the final evaluation only.
+        # Test data (standardised with training statistics) are read in the final evaluation only;
+        # --max-steps N: the first N batches of them only.
+        n_te = budget.items(len(data.x_test), cfg.batch_size)
         data = dataclasses.replace(
             data,
-            x_test=ctx.holdout(data.x_test, "x_test"),
-            y_test=ctx.holdout(data.y_test, "y_test"),
+            x_test=ctx.holdout(data.x_test[:n_te], "x_test"),
+            y_test=ctx.holdout(data.y_test[:n_te], "y_test"),
         )
         in_features = math.prod(split.x_train.shape[1:])
         with seeded(ctx.seed):
@@ -636,14 +670,21 @@ class PathSGDExperiment(Experiment):
     ) -> _Run:
         steps_per_epoch = len(split.x_train) // cfg.batch_size
         optimizer = _make_optimizer(opt, model, lr, tuple(split.x_train.shape[1:]))
+        # --max-steps N: the curves on the first N batches of training and validation examples
+        # (a dry run at full scale evaluated 2 x 50,000 examples through the 2 x 4000 MLP per
+        # grid point before, most of its time); without a budget, every example.
+        n_tr = budget.items(len(split.x_train), cfg.batch_size)
+        n_va = budget.items(len(split.x_val), cfg.batch_size)
+        x_tr, y_tr = split.x_train[:n_tr], split.y_train[:n_tr]
+        x_va, y_va = split.x_val[:n_va], split.y_val[:n_va]
 
         def evaluate(net: nn.Module) -> dict[str, float]:  # the curves: training and validation
-            tr = predict(net, split.x_train, device=ctx.device)
-            va = predict(net, split.x_val, device=ctx.device)
+            tr = predict(net, x_tr, device=ctx.device)
+            va = predict(net, x_va, device=ctx.device)
             return {
-                "train_loss": float(F.cross_entropy(tr, split.y_train)),
-                "train_error": float((tr.argmax(1) != split.y_train).float().mean()),
-                "val_error": float((va.argmax(1) != split.y_val).float().mean()),
+                "train_loss": float(F.cross_entropy(tr, y_tr)),
+                "train_error": float((tr.argmax(1) != y_tr).float().mean()),
+                "val_error": float((va.argmax(1) != y_va).float().mean()),
             }
 
         tag = f"{init}-{opt}-lr{lr:g}"
