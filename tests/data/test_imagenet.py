@@ -156,6 +156,9 @@ def test_iterate_eval_batches_the_first_images(tmp_path: Path) -> None:
     assert [len(y) for _, y in batches] == [4, 4, 1]
     assert torch.cat([y for _, y in batches]).tolist() == val.labels.tolist()
     assert [len(y) for _, y in iterate_eval(val, batch_size=2, limit=3)] == [2, 1]
+    order = [8, 0, 4]  # one image of each class first
+    (_, y), *_ = iterate_eval(val, batch_size=3, limit=3, order=order)
+    assert y.tolist() == [2, 0, 1]
     assert "DIR/imagenet/val/<wnid>/*.JPEG" in LAYOUT
 
 

@@ -442,17 +442,20 @@ def iterate_eval(
     limit: int | None = None,
     transform: Callable[..., Tensor] = eval_transform,
     workers: int = 8,
+    order: Sequence[int] | None = None,
 ) -> Iterator[tuple[Tensor, Tensor]]:
-    """The first ``limit`` evaluation images (None: all), in file order, in batches.
+    """The first ``limit`` evaluation images (None: all) of ``order`` (None: file order, which
+    is sorted by class), in batches.
 
     Shapes:
         -> x (b, 3, S, S), y (b,) per batch
     """
-    n = len(index) if limit is None else min(limit, len(index))
+    ids_all = list(range(len(index))) if order is None else [int(i) for i in order]
+    n = len(ids_all) if limit is None else min(limit, len(ids_all))
     pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="imagenet-eval")
     try:
         for start in range(0, n, batch_size):
-            ids = list(range(start, min(n, start + batch_size)))
+            ids = ids_all[start : min(n, start + batch_size)]
             xs = list(pool.map(lambda i: transform(index.load(i)), ids))
             yield torch.stack(xs), torch.from_numpy(index.labels[ids])
     finally:

@@ -1031,9 +1031,9 @@ class PerceiverExperiment(Experiment):
         root = Path(ctx.data_root).expanduser()  # type: ignore[arg-type]
         train = scan_image_folder(root / "imagenet" / "train")
         val = scan_image_folder(root / "imagenet" / "val", train.classes)
-        info = imagenet_info(root, train, val)
         train = train.subset(cfg.n_train, seed=0)
         val = val.subset(cfg.n_val, seed=0)
+        info = imagenet_info(root, train, val)
         num_classes = len(train.classes)
         log.info(
             "ImageNet: %d training and %d validation images of %d classes under %s",
@@ -1106,9 +1106,11 @@ class PerceiverExperiment(Experiment):
         for m in models.values():
             m.eval()
         with ctx.final_evaluation(), torch.no_grad():
+            # A fixed shuffled order: the first n_eval images of a capped run span the classes.
+            order = np.random.default_rng(0).permutation(len(val))
             batches = iterate_eval(
                 val, batch_size=cfg.eval_batch, limit=n_eval, transform=evaluate,
-                workers=cfg.workers,
+                workers=cfg.workers, order=order,
             )  # fmt: skip
             for x, y in batches:
                 for start in range(0, len(y), cfg.micro_batch):
