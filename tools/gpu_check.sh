@@ -75,7 +75,12 @@ for p in $PAPERS; do
   rm -rf "${OUT:?}/$p"
   echo "gpu-check: $p ($mode): ${cmd[*]}"
   start=$(date +%s)
-  timeout "$TIMEOUT" "${cmd[@]}" >"$OUT/$p.log" 2>&1
+  # the largest host memory (max RSS) of the run's processes, measured around `timeout`
+  "$BIN/python" -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+open(sys.argv[1], "w").write(f"{kib / 2**20:.1f}\n")
+sys.exit(rc)' "$OUT/$p.rss" timeout "$TIMEOUT" "${cmd[@]}" >"$OUT/$p.log" 2>&1
   rc=$?
   wall=$(( $(date +%s) - start ))
   # torchrun exits 1 whatever its ranks did: a rank's exit 2 (the data refusal) shows in its log
@@ -103,6 +108,8 @@ rows, failed, total = [], 0, 0.0
 for line in Path(status).read_text().splitlines():
     paper, mode, rc, wall, last = (line.split("\t") + [""] * 5)[:5]
     res, est, note = Path(out) / paper / "results.json", "—", ""
+    rss_file = Path(out) / f"{paper}.rss"
+    rss = rss_file.read_text().strip() if rss_file.is_file() else "—"
     if rc == "0" and res.is_file():
         d = json.loads(res.read_text())
         e = d.get("estimate_seconds")
@@ -117,15 +124,15 @@ for line in Path(status).read_text().splitlines():
         state, note, failed = "timed out", f"after {wall} s", failed + 1
     else:
         state, note, failed = f"FAILED ({rc})", last, failed + 1
-    rows.append((paper, mode, state, wall, est, note))
+    rows.append((paper, mode, state, wall, rss, est, note))
 
 print()
 print(f"gpu-check: --scale {scale} --max-steps {steps} --device {device}, data root {data_root}"
       + (" (synthetic: times only)" if synth == "1" and data_root != "none" else ""))
-heads = ("paper", "mode", "status", "wall s", "estimate h:mm:ss", "note")
-widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(5)]
+heads = ("paper", "mode", "status", "wall s", "max RSS GiB", "estimate h:mm:ss", "note")
+widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(6)]
 for r in [heads, *rows]:
-    print("  ".join(str(v).ljust(w) for v, w in zip(r[:5], widths)) + "  " + str(r[5]))
+    print("  ".join(str(v).ljust(w) for v, w in zip(r[:6], widths)) + "  " + str(r[6]))
 print(f"sum of the estimates that ran: {hms(total)} ({total / 3600:.1f} h)")
 sys.exit(1 if failed else 0)
 PY
