@@ -95,3 +95,35 @@ def test_the_runner_judges_only_the_claims_declared_at_the_run_scale(tmp_path):
         build_result(Toy(), Outcome(measured=both), RunContext(), 1.0)
     with pytest.raises(RuntimeError, match="unmeasured"):
         build_result(Toy(), Outcome(measured={"everywhere": 1.0}), full_ctx, 1.0)
+
+
+# -- issue 32: malformed targets fail at declaration; full findings are one-sided ---------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_target_parses_strictly(name: str) -> None:
+    from paperzoo.report import validate_target
+
+    for c in EXPERIMENTS.create(name).claims:
+        for target in c.targets().values():
+            validate_target(target)  # numbers as float() reads them (">= 1.2.3" is refused)
+
+
+@pytest.mark.parametrize("target", [">= 1.2.3", "about 0.9", "within 2 % of x", ">= ", "< 1e"])
+def test_a_malformed_target_fails_when_the_claim_is_declared(target: str) -> None:
+    from paperzoo.experiments.base import ClaimSpec
+
+    with pytest.raises(ValueError, match="cannot parse"):
+        ClaimSpec("x.y", "s", 1.0, target)
+
+
+def test_full_findings_are_one_sided() -> None:
+    """``within P% of x`` is two-sided: an error, bound or accuracy better than the paper's
+    would fail. At full scale findings compare one way; ``within`` is for checks (counts)."""
+    two_sided = [
+        f"{n}: {c.id} ({c.target_at('full')})"
+        for n in NAMES
+        for c in EXPERIMENTS.create(n).claims
+        if c.kind == "finding" and c.applies("full") and "within" in c.target_at("full")
+    ]
+    assert not two_sided
