@@ -13,7 +13,6 @@ import pytest
 from paperzoo.report import ClaimResult, Result, load_result, write_report
 from paperzoo.summary import (
     FULL_SCALE_NOT_RUN,
-    not_counted_reason,
     render_summary_html,
     render_summary_markdown,
 )
@@ -120,8 +119,8 @@ def test_figure_and_report_links_resolve_relative_to_the_page(tmp_path: Path) ->
 
 def test_a_modified_config_run_says_why_it_does_not_count() -> None:
     modified = _result(overrides={"steps": "5"})
-    assert not_counted_reason(modified) is not None
-    assert "modified config" in not_counted_reason(modified)  # type: ignore[operator]
+    assert modified.not_counted_reason() is not None
+    assert "modified config" in modified.not_counted_reason()  # type: ignore[operator]
     html = render_summary_html([modified])
     assert "modified config" in html and "--set steps=5" in html
     assert "findings reproduced" not in html.split("<table class='overview'>")[1]
@@ -143,11 +142,11 @@ def test_a_modified_config_run_says_why_it_does_not_count() -> None:
 )
 def test_every_run_that_does_not_count_names_why(kw: dict, why: str) -> None:
     r = _result(**kw)
-    reason = not_counted_reason(r)
+    reason = r.not_counted_reason()
     assert reason is not None and why in reason
     assert why in render_summary_html([r])
-    assert not_counted_reason(_result()) is None
-    assert not_counted_reason(_result(scale="full", seeds=(0,))) is None
+    assert _result().not_counted_reason() is None
+    assert _result(scale="full", seeds=(0,)).not_counted_reason() is None
 
 
 def test_boolean_findings_read_as_counts_not_means() -> None:
@@ -162,7 +161,7 @@ def test_boolean_findings_read_as_counts_not_means() -> None:
 def test_not_the_papers_setting_does_not_count() -> None:
     r = _result(scale="full", seeds=(0,))
     r.setting_note = "--dataset mnist5k instead of the paper's MNIST"  # type: ignore[attr-defined]
-    reason = not_counted_reason(r)
+    reason = r.not_counted_reason()
     assert reason is not None and "not the paper's setting" in reason
     assert "mnist5k" in render_summary_html([r])
 

@@ -35,7 +35,6 @@ __all__ = [
     "FULL_SCALE_NOT_RUN",
     "NotRun",
     "PAPER_ORDER",
-    "not_counted_reason",
     "render_summary_html",
     "render_summary_markdown",
 ]
@@ -182,34 +181,6 @@ _VERDICT_CLASS = {
 }
 
 
-def not_counted_reason(result: Result) -> str | None:
-    """Why ``result``'s verdicts do not count as reproduced findings; None when they count.
-
-    Uses ``Result.not_counted_reason()`` where the installed ``paperzoo.report`` has it;
-    otherwise reads the same facts from the result: a smoke run, a partial run
-    (``--max-steps``), a modified config (``--set``), one shard of a grid, a run marked not the
-    paper's setting, fewer than 4 seeds below full scale.
-    """
-    method = getattr(result, "not_counted_reason", None)
-    if callable(method):
-        return method()
-    # the same reasons, in the same words, for a paperzoo.report without the method
-    if result.scale == "smoke":
-        return "smoke runs only prove the pipeline"
-    if result.partial is not None:
-        return f"PARTIAL run: --max-steps {result.partial['max_steps']}, every loop stopped early"
-    if result.overrides:
-        return "modified config: " + " ".join(f"--set {k}={v}" for k, v in result.overrides.items())
-    note = getattr(result, "setting_note", None)
-    if note is not None:
-        return f"not the paper's setting: {note}"
-    if result.shard is not None:
-        return f"one slice of a grid (shard {result.shard[0]}/{result.shard[1]})"
-    if result.scale != "full" and len(result.seeds) < MIN_SEEDS_REPRODUCED:
-        return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
-    return None
-
-
 # -- the page's model: papers, their runs, the reasons --------------------------------------------
 
 
@@ -220,11 +191,11 @@ class _Run:
 
     @property
     def reason(self) -> str | None:
-        return not_counted_reason(self.result)
+        return self.result.not_counted_reason()
 
     @property
     def part(self) -> str | None:
-        return getattr(self.result, "part", None)
+        return self.result.part
 
     @property
     def label(self) -> str:
@@ -341,7 +312,7 @@ def _meta(run: _Run) -> str:
     bits = [f"seeds {format_seeds(r.seeds)}", f"on {r.device}", f"{r.wall_seconds / 60:.0f} min"]
     if len(r.seeds) > 1:
         bits[-1] += " (sum over seeds)"
-    commit = getattr(r, "commit", None)
+    commit = r.commit
     if commit:
         bits.append(f"commit {commit}")
     if r.partial is not None and r.partial.get("estimate_seconds") is not None:
