@@ -13,6 +13,9 @@ from paperzoo.experiments import EXPERIMENTS, SCALES
 NAMES = sorted(EXPERIMENTS.names())
 # A comparison: an order relation with a number, "within P% of x", or a boolean target.
 _COMPARISON = re.compile(r"^(>=|<=|==|>|<)\s*[-+0-9.]|^within\s|^is (true|false)$")
+# Findings left out of full scale because full runs the paper's own setting with other claims
+# (claim-id prefixes): obfuscated-gradients' MNIST part (full is its CIFAR-10 part, cifar10.*).
+_NOT_AT_FULL = {"obfuscated-gradients": ("defense.", "diagnostics.")}
 
 
 def test_every_paper_is_covered() -> None:
@@ -33,11 +36,12 @@ def test_claims_follow_the_verdict_protocol(name: str) -> None:
         targets = c.targets()
         # Every finding has a target at every scale it is declared at (DESIGN.md); a finding
         # declared at some scales only (the paper's own setting, full only) must include full.
-        assert set(targets) == set(c.scales) and "full" in targets, (c.id, targets)
+        assert set(targets) == set(c.scales), (c.id, targets)
+        assert "full" in targets or c.id.startswith(_NOT_AT_FULL.get(name, ())), (c.id, targets)
         reported = [s for s, t in targets.items() if t.strip().lower() == "reported"]
         assert not reported, (c.id, reported)
-        full = targets["full"].strip().lower()
-        assert _COMPARISON.match(full), (c.id, full)
+        for t in targets.values():
+            assert _COMPARISON.match(t.strip().lower()), (c.id, t)
     # A paper's quick run judges at least one finding (the 4-seed headline is about quick).
     assert any(c.applies("quick") for c in findings), name
 
