@@ -5,12 +5,15 @@ import pytest
 import torch
 
 from paperzoo.data import holdout
-from paperzoo.data.not_so_clevr import all_centres
+from paperzoo.data.not_so_clevr import all_centres, onehot_images
 from paperzoo.engine import seeded
 from paperzoo.experiments.coordconv import (
+    _SCHEDULES,
     CoordConvExperiment,
     _accumulating_step,
     _max_on_hot_pixel,
+    _with_l2,
+    conv_weights,
 )
 from paperzoo.experiments.runner import run_experiment
 from paperzoo.models.coordconv import (
@@ -199,3 +202,102 @@ def test_max_on_hot_pixel_tells_where_the_max_pool_reads():
         convs[-1].weight[:, 0, 1, 1] = 0.0
         convs[-1].weight[:, 1, 1, 1] = 1.0  # only the row ramp: the maximum sits on the last row
     assert _max_on_hot_pixel(model, centres) < 0.1
+
+
+def test_l2_penalty_is_on_conv_weights_only():
+    """The authors' ``--l2``: l2 x the sum of squared conv kernels (not biases) added to the
+    loss; the logged fit loss is the loss without it."""
+    torch.manual_seed(0)
+    model = CoordConvRegressor()
+    x, y = onehot_images(all_centres()[:4]), torch.rand(4, 2)
+
+    def loss_fn(m, batch):
+        return torch.nn.functional.mse_loss(m(batch[0]), batch[1])
+
+    weights = conv_weights(model)
+    assert len(weights) == 5 and all(w.dim() == 4 for w in weights)
+    assert not any(w is m.bias for w in weights for m in model.net)
+    total, logged = _with_l2(loss_fn, model, 1e-2)(model, (x, y))
+    fit = loss_fn(model, (x, y))
+    expected = fit + 1e-2 * sum(w.pow(2).sum() for w in weights)
+    torch.testing.assert_close(total, expected)
+    torch.testing.assert_close(logged["fit_loss"], fit.detach())
+    with torch.no_grad():
+        for m in model.net:
+            m.bias.add_(5.0)  # biases are not penalised
+    total_b, logged_b = _with_l2(loss_fn, model, 1e-2)(model, (x, y))
+    penalty = (total_b - logged_b["fit_loss"]).item()  # a difference of larger numbers
+    assert penalty == pytest.approx((expected - fit).item(), rel=1e-3)
+
+
+def test_schedules():
+    assert _SCHEDULES["constant"](10) is None
+    cosine = _SCHEDULES["cosine"](10)
+    assert cosine(0) == 1.0 and abs(cosine(10)) < 1e-12
+    step = _SCHEDULES["step"](1000)  # the authors': x0.1 every 200 of 1,000 epochs, 4 times
+    assert [step(s) for s in (0, 199, 200, 400, 600, 800, 999)] == pytest.approx(
+        [1.0, 1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-4]
+    )
+    with pytest.raises(ValueError, match="reg_schedule"):
+        dataclasses.replace(CoordConvExperiment().config("quick"), reg_schedule="linear")
+
+
+def test_regression_trains_with_the_configured_adam_and_penalty(smoke_ctx, monkeypatch):
+    """The CoordConv regressor and its twin use ``reg_betas``, ``reg_l2`` and
+    ``reg_schedule``; the conv regressor ``adam_betas``, ``conv_reg_l2`` and ``schedule``."""
+    import paperzoo.experiments.coordconv as cc
+
+    seen = []
+    real_adam, real_l2 = torch.optim.Adam, cc._with_l2
+
+    def adam(params, **kw):
+        seen.append(("adam", kw["betas"]))
+        return real_adam(params, **kw)
+
+    def with_l2(loss_fn, model, l2):
+        seen.append(("l2", l2))
+        return real_l2(loss_fn, model, l2)
+
+    monkeypatch.setattr(torch.optim, "Adam", adam)
+    monkeypatch.setattr(cc, "_with_l2", with_l2)
+    exp = CoordConvExperiment()
+    cfg = dataclasses.replace(
+        exp.config("smoke"), reg_betas=(0.5, 0.9), reg_l2=3e-5, adam_betas=(0.8, 0.95),
+        conv_reg_l2=0.0,
+    )  # fmt: skip
+    _, train, val, _ = exp.data(cfg, smoke_ctx)["quadrant"]
+    exp.fit_regressor("coordconv", train[:16], val[:4], cfg, smoke_ctx)
+    exp.fit_regressor("conv", train[:16], val[:4], cfg, smoke_ctx)
+    assert seen == [("adam", (0.5, 0.9)), ("l2", 3e-5), ("adam", (0.8, 0.95))]
+
+
+def test_full_scale_is_the_authors_training():
+    """Full scale trains as the authors' command lines do (experiment_logs.sh, train.py
+    defaults): Adam (0.9, 0.99); the CoordConv regressor 100 epochs of batch 256 over their
+    2,407 training points (10 batches an epoch, the last partial) at a constant 0.01 with L2
+    1e-5; constant step sizes for the CoordConv painters, x0.1 steps for the deconv nets."""
+    full = CoordConvExperiment().config("full")
+    assert full.reg_steps == 100 * -(-2407 // 256) == 1000
+    assert (full.reg_batch_size, full.reg_betas, full.reg_lr) == (256, (0.9, 0.99), 1e-2)
+    assert (full.reg_l2, full.reg_schedule) == (1e-5, "constant")
+    assert (full.adam_betas, full.schedule, full.deconv_schedule) == (
+        (0.9, 0.99), "constant", "step"
+    )  # fmt: skip
+    assert full.deconv_running_stats_from == 1.0  # batch statistics throughout, as theirs
+
+
+def test_the_regression_part_runs_alone(smoke_ctx):
+    run_experiment("coordconv", dataclasses.replace(smoke_ctx, part="regression"))
+    d = json.loads((smoke_ctx.out_dir / "results.json").read_text())
+    assert d["part"] == "regression"
+    assert {c["id"] for c in d["claims"]} == {
+        c.id for c in CoordConvExperiment.claims if c.id.startswith("quadrant.regression.")
+    }
+    assert [x["name"] for x in d["data"]] == ["not-so-clevr-quadrant"]
+    assert sorted(p.name for p in (smoke_ctx.out_dir / "runs").iterdir()) == [
+        "quadrant-regression-conv", "quadrant-regression-conv_twin",
+        "quadrant-regression-coordconv",
+    ]  # fmt: skip
+    extra = d["details"]["extra"]
+    for key in ("constant.test_rmse_px", "coordconv.test_max_on_hot_pixel"):
+        assert f"quadrant.regression.{key}" in extra
