@@ -22,6 +22,7 @@ from paperzoo.data.dsprites import (
     AbstractDSprites,
     DSprites,
     DSpritesNPZ,
+    write_dsprites_npz,
 )
 from paperzoo.data.ground_truth import (
     GROUND_TRUTH,
@@ -166,3 +167,35 @@ def test_ground_truth_split_labels_by_factor() -> None:
     )
     assert split.x_train.shape == (40, 1, 16, 16) and split.num_classes == 3
     assert split.y_train.dtype == torch.int64 and split.y_train.max() <= 2
+
+
+def test_written_archive_has_the_official_format_and_the_renderers_images(tmp_path: Path) -> None:
+    sizes = (3, 2, 3, 2, 4)
+    path = write_dsprites_npz(tmp_path / "d" / "d.npz", factor_sizes=sizes, chunk=7)
+    with np.load(path) as z:
+        assert sorted(z.files) == ["imgs", "latents_classes", "latents_values"]
+        imgs, classes, values = z["imgs"], z["latents_classes"], z["latents_values"]
+    assert imgs.shape == (144, 64, 64) and imgs.dtype == np.uint8 and set(np.unique(imgs)) == {0, 1}
+    assert classes[:, 0].tolist() == [0] * 144 and values[:, 0].tolist() == [1.0] * 144
+    assert np.allclose(values[:, 2], SCALES[classes[:, 2]])  # scale values match their classes
+    data = DSpritesNPZ(path, factor_sizes=sizes)  # the loader's order check passes
+    grid = _grid(*(list(range(n)) for n in sizes))
+    rng = np.random.default_rng(0)
+    expect = DSprites().sample_observations_from_factors(grid, rng)
+    assert torch.equal(data.sample_observations_from_factors(grid, rng), expect)
+    with pytest.raises(ValueError, match="factor_sizes"):
+        write_dsprites_npz(tmp_path / "x.npz", factor_sizes=(4, 1, 1, 1, 1))
+
+
+def test_archive_digest_names_the_images_not_the_file(tmp_path: Path) -> None:
+    sizes = (3, 1, 2, 2, 2)
+    a = DSpritesNPZ(write_dsprites_npz(tmp_path / "a.npz", factor_sizes=sizes), factor_sizes=sizes)
+    b = DSpritesNPZ(write_dsprites_npz(tmp_path / "b.npz", factor_sizes=sizes), factor_sizes=sizes)
+    assert a.sha256 == b.sha256 and len(a.sha256) == 64
+    assert AbstractDSprites(a).sha256 == a.sha256
+    assert AbstractDSprites(DSprites(image_size=16)).sha256 is None  # the renderer: no file
+    with zipfile.ZipFile(tmp_path / "a.npz") as zf:  # one pixel flipped: another digest
+        arrays = {n[:-4]: np.load(zf.open(n)) for n in zf.namelist()}
+    arrays["imgs"][0, 0, 0] ^= 1
+    np.savez(tmp_path / "c.npz", **arrays)
+    assert DSpritesNPZ(tmp_path / "c.npz", factor_sizes=sizes).sha256 != a.sha256

@@ -20,6 +20,7 @@ shape 3 (square, ellipse, heart) x scale 6 (linspace(0.5, 1, 6)) x orientation 4
 
 from __future__ import annotations
 
+import hashlib
 import math
 import zipfile
 from pathlib import Path
@@ -30,10 +31,26 @@ from torch import Tensor
 
 from paperzoo.data.base import DATASETS, DataError, Split
 from paperzoo.data.ground_truth import GROUND_TRUTH, GroundTruthData, ground_truth_split
+from paperzoo.data.layouts import all_files, register_layout
 
 DSPRITES_FILE = "dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz"
 DSPRITES_URL = "https://github.com/deepmind/dsprites-dataset"
 DSPRITES_MD5 = "7da33b31b13a06f4b04a70402ce90c2e"
+register_layout(
+    "dsprites",
+    what="dSprites",
+    layout=f"DIR/dsprites/{DSPRITES_FILE}",
+    downloadable=False,  # no SHA-256 from two sources to verify a download against
+    present=all_files(f"dsprites/{DSPRITES_FILE}"),
+)
+# The abstract-reasoning study's variant is rendered from the same archive (``AbstractDSprites``).
+register_layout(
+    "abstract-dsprites",
+    what="Abstract dSprites (the study's colour variant, drawn from the dSprites archive)",
+    layout=f"DIR/dsprites/{DSPRITES_FILE}",
+    downloadable=False,
+    present=all_files(f"dsprites/{DSPRITES_FILE}"),
+)
 FACTOR_NAMES = ("shape", "scale", "orientation", "position_x", "position_y")
 FACTOR_SIZES = (3, 6, 40, 32, 32)
 SCALES = np.linspace(0.5, 1.0, 6)
@@ -148,6 +165,7 @@ class DSpritesNPZ(GroundTruthData):
 
     Images are ordered row-major over (color 1, shape, scale, orientation, x, y); the loader checks
     that ``latents_classes`` follows that order, so image ``i`` of factors ``f`` is found by index.
+    ``sha256`` is the SHA-256 of the images read (bit-packed, in grid order).
 
     Args:
         path: the ``.npz`` file.
@@ -169,6 +187,9 @@ class DSpritesNPZ(GroundTruthData):
         self.factor_names = FACTOR_NAMES
         self.factor_sizes = tuple(factor_sizes)
         packed, side = _read_npz_images(self.path, self.factor_sizes)
+        # The identity of the images read (their bits in grid order, checked above), for the
+        # data record of a run: equal images give equal digests, whatever the file's name.
+        self.sha256 = hashlib.sha256(packed.data).hexdigest()
         image_size = side if image_size is None else image_size
         if side % image_size:
             raise ValueError(f"image_size must divide {side}, got {image_size}")
@@ -278,6 +299,7 @@ class AbstractDSprites(GroundTruthData):
     def __init__(self, base: DSprites | DSpritesNPZ) -> None:
         self.base = base
         self.source = base.source
+        self.sha256: str | None = getattr(base, "sha256", None)  # the archive's images, if read
         side = base.observation_shape[-1]
         self.observation_shape = (3, side, side)
 
@@ -339,3 +361,57 @@ def dsprites_split(
     """A classification view of dSprites: 20,000 / 5,000 sampled images labelled by shape."""
     data = _binary_dsprites(data_root, download, 64)
     return ground_truth_split(data, n_train=20000, n_test=5000, seed=seed, label_factor=0)
+
+
+def write_dsprites_npz(
+    path: str | Path,
+    *,
+    factor_sizes: tuple[int, ...] = FACTOR_SIZES,
+    image_size: int = 64,
+    chunk: int = 8192,
+) -> Path:
+    """Write the renderer's images in the official archive's format, streamed (no 3 GB array).
+
+    The file has the official keys ``imgs`` ((N, H, W) uint8 in {0, 1}), ``latents_classes``
+    ((N, 6) int64: colour 0, then the factor indices row-major) and ``latents_values`` ((N, 6)
+    float64: colour 1, shape 1..3, scale, orientation, x, y), uncompressed as the original. It
+    stands in for the real file wherever the *format* is what matters (dry runs of a full run, the
+    loader's tests); its pixels are the renderer's, not the official images.
+
+    Args:
+        path: the ``.npz`` to write (``DIR/dsprites/`` + ``DSPRITES_FILE`` for ``--data-root DIR``).
+        factor_sizes: the grid (the real one by default; smaller grids for tests), each at most
+            the real size, the values taken from the start of the real ones.
+        image_size: side of the images.
+        chunk: images rendered per block.
+
+    Returns:
+        the path written.
+    """
+    path = Path(path)
+    sizes = tuple(int(v) for v in factor_sizes)
+    if len(sizes) != 5 or any(not 1 <= v <= m for v, m in zip(sizes, FACTOR_SIZES, strict=True)):
+        raise ValueError(f"factor_sizes must be 5 sizes within {FACTOR_SIZES}, got {factor_sizes}")
+    n = int(np.prod(sizes))
+    classes = np.stack(np.unravel_index(np.arange(n), sizes), axis=1)  # (N, 5)
+    latents_classes = np.concatenate([np.zeros((n, 1), np.int64), classes], axis=1)
+    values = [np.arange(3) + 1.0, SCALES, ORIENTATIONS, POSITIONS, POSITIONS]
+    latents_values = np.concatenate(
+        [np.ones((n, 1))] + [v[classes[:, i]][:, None] for i, v in enumerate(values)], axis=1
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, arr in (("latents_classes", latents_classes), ("latents_values", latents_values)):
+            with zf.open(f"{key}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, arr, allow_pickle=False)
+        header = {"descr": "|u1", "fortran_order": False, "shape": (n, image_size, image_size)}
+        with zf.open("imgs.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            for s in range(0, n, chunk):
+                c = classes[s : s + chunk]
+                masks = render_sprites(
+                    c[:, 0], SCALES[c[:, 1]], ORIENTATIONS[c[:, 2]], POSITIONS[c[:, 3]],
+                    POSITIONS[c[:, 4]], image_size=image_size,
+                )  # fmt: skip
+                f.write(masks.numpy().astype(np.uint8).tobytes())
+    return path
