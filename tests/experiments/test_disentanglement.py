@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from paperzoo.cli import main
+from paperzoo.data.ground_truth import load_ground_truth
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.disentanglement import CONFIGS, grid_items, shard_items
+from paperzoo.experiments.disentanglement import CONFIGS, _data_sha256, grid_items, shard_items
 from paperzoo.experiments.runner import get_experiment, run_experiment
 from paperzoo.models.vae import VAE, VAEConfig, train_step
 
@@ -182,3 +184,60 @@ def test_vaes_train_the_same_function_in_channels_last(method: str) -> None:
         models[False].named_parameters(), models[True].parameters(), strict=True
     ):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+
+
+# -- full scale: the study's dSprites variant from the real archive -------------------------------
+
+
+def test_full_without_the_archive_exits_2_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for extra in ([], ["--dataset", "abstract-dsprites"], ["--data-root", str(tmp_path)]):
+        out = tmp_path / "out"
+        argv = ["reproduce", "disentanglement", "--scale", "full", *extra, "--quiet"]
+        assert main([*argv, "--out", str(out)]) == 2, extra
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1
+        assert "Abstract dSprites" in err
+        assert "DIR/dsprites/dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz" in err
+        assert not out.exists() or not any(out.iterdir())
+
+
+def test_full_reads_the_study_variant_and_marks_substitutes(tmp_path: Path) -> None:
+    exp = get_experiment("disentanglement")
+    (tmp_path / "dsprites").mkdir()
+    (tmp_path / "dsprites" / "dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz").touch()
+    full = RunContext(scale="full", data_root=tmp_path)
+    exp.require_data(full)  # the archive is there (its contents are checked when it is read)
+    assert exp.dataset_name(full) == "abstract-dsprites" and exp.setting_note(full) is None
+    for name in ("color-shapes", "dsprites"):  # substitutes: allowed, named, marked
+        ctx = RunContext(scale="full", dataset=name)
+        exp.require_data(ctx)
+        assert exp.setting_note(ctx) == f"--dataset {name} instead of the paper's abstract-dsprites"
+    cfg = exp.config("full")  # the study's grid and training on one of its two data sets
+    assert len(cfg.models) == 180 and cfg.vae_steps == 300_000 and cfg.image_size == 64
+    assert not cfg.quantize_all and cfg.wren_runs == 10
+
+
+def test_data_record_identifies_the_images() -> None:
+    renderer = load_ground_truth("abstract-dsprites", image_size=16)
+    digest = _data_sha256(renderer)
+    assert len(digest) == 64 and digest == _data_sha256(
+        load_ground_truth("abstract-dsprites", image_size=16)
+    )
+    assert digest != _data_sha256(load_ground_truth("abstract-dsprites", image_size=32))
+    assert digest != _data_sha256(load_ground_truth("dsprites", image_size=16))
+
+
+def test_a_full_dry_run_cuts_every_evaluation_to_a_few_small_batches() -> None:
+    from paperzoo.engine import budget
+    from paperzoo.experiments.disentanglement import DRY_RUN_BATCH, _code_factors, _environment
+
+    cfg, ctx = CONFIGS["full"], RunContext(scale="full", dataset="dsprites")
+    data = load_ground_truth("dsprites", image_size=16)
+    assert len(_code_factors(data, cfg, ctx)[1]) == cfg.code_train == 10000  # no budget: all
+    with budget.capped(budget.StepBudget(3)):
+        _, f_tr, f_te = _code_factors(data, cfg, ctx)
+        env = _environment(replace(cfg, image_size=16), ctx, "dsprites")
+    assert len(f_tr) == len(f_te) == 3 * DRY_RUN_BATCH["codes"] == 300
+    assert len(env.test_pgms) == 3 * DRY_RUN_BATCH["test_puzzles"] == 96

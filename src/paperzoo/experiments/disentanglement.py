@@ -22,6 +22,13 @@ The reproduction runs the same pipeline:
 4. the sanity claims use the ground-truth and random codes; the study's claims are the Spearman
    correlations over the trained VAEs (findings for BetaVAE, FactorVAE and DCI; see above).
 
+Data. ``full`` reads the study's first data set, abstract dSprites, drawn from the real dSprites
+archive under ``--data-root`` (``paper_data``; without it the run refuses before writing anything);
+the study's second, 3dshapes, has no loader here, so a full run is the 180 VAEs of one data set
+(the paper: 360 over two). ``--dataset dsprites`` / ``color-shapes`` are named substitutes ("not
+the paper's setting"). smoke and quick render abstract dSprites procedurally (not the official
+pixels).
+
 Deviations at ``quick`` scale (CPU minutes instead of thousands of GPU hours): 12 VAEs, each
 method at the weakest and the strongest of its six settings in the study's sweep, trained for
 1,000 steps (Adam 1e-4, batch 64, as the study) on 16 x 16 images of the quantized factor grid
@@ -58,7 +65,7 @@ from matplotlib.figure import Figure
 from torch import Tensor
 
 from paperzoo.data.abstract_reasoning import PGMs, range_embed, render_pgms, sample_pgms
-from paperzoo.data.base import DataInfo
+from paperzoo.data.base import DataInfo, tensor_sha256
 from paperzoo.data.ground_truth import GroundTruthData, Quantized, load_ground_truth
 from paperzoo.engine import (
     TrainConfig,
@@ -92,6 +99,19 @@ from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
+# --max-steps N (a dry run): every evaluation a run sizes itself is cut to N "batches" of these
+# sizes, so a full dry run on 64 x 64 images stays within minutes and a few GB. With batches of
+# 50 metric points, 500 codes and 512 test puzzles, a full dry run at N = 3 on a full-size archive
+# took 14 min and 3.8 GB (one thread, loaded machine), almost all of it evaluating three VAEs;
+# with these, 3.3 min and 2.0 GB. Without --max-steps nothing is cut.
+DRY_RUN_BATCH = {
+    "metric_points": 8,  # BetaVAE / FactorVAE training and evaluation points (each a batch of pairs)
+    "variance": 100,  # FactorVAE's variance samples
+    "codes": 100,  # codes for MIG, DCI, SAP and modularity (each split)
+    "dci_trees": 10,  # DCI's boosting stages
+    "recon": 64,  # images of the reconstruction error
+    "test_puzzles": 32,  # WReN test puzzles
+}
 METRICS = ("beta_vae", "factor_vae", "mig", "dci", "sap", "modularity", "reconstruction")
 STUDY_FINDING_METRICS = ("beta_vae", "factor_vae", "dci")  # the paper's predictive metrics
 GROUND_TRUTH_ID, RANDOM_ID = "ground-truth", "random-code"
@@ -416,7 +436,8 @@ def _environment(cfg: DisentanglementConfig, ctx: RunContext, name: str) -> _Env
         else None
     )
     # (--max-steps: a batch or two of test puzzles)
-    test_pgms = sample_pgms(pgm.factor_sizes, budget.items(cfg.wren_test_puzzles, 512), rng)
+    n_test = budget.items(cfg.wren_test_puzzles, DRY_RUN_BATCH["test_puzzles"])
+    test_pgms = sample_pgms(pgm.factor_sizes, n_test, rng)
     return _Env(name, base, train, pgm, train_pgms, test_pgms)
 
 
@@ -534,7 +555,8 @@ def _code_factors(
     modularity); the stream goes on to render their observations."""
     r = _metric_rng(ctx, "codes")
     # (--max-steps: every sample size cut to a few batches)
-    n_tr, n_te = budget.items(cfg.code_train, 500), budget.items(cfg.code_test, 500)
+    n_tr = budget.items(cfg.code_train, DRY_RUN_BATCH["codes"])
+    n_te = budget.items(cfg.code_test, DRY_RUN_BATCH["codes"])
     return r, data.sample_factors(n_tr, r), data.sample_factors(n_te, r)
 
 
@@ -545,10 +567,10 @@ def _metrics(
     # (--max-steps: every sample size cut to a few batches)
     kw = {
         "batch_size": cfg.metric_batch,
-        "num_train": budget.items(cfg.metric_train, 50),
-        "num_eval": budget.items(cfg.metric_eval, 50),
+        "num_train": budget.items(cfg.metric_train, DRY_RUN_BATCH["metric_points"]),
+        "num_eval": budget.items(cfg.metric_eval, DRY_RUN_BATCH["metric_points"]),
     }
-    n_var = budget.items(cfg.variance_samples, 500)
+    n_var = budget.items(cfg.variance_samples, DRY_RUN_BATCH["variance"])
     out = {
         "beta_vae": beta_vae_score(data, rep, _metric_rng(ctx, "beta_vae"), **kw),
         "factor_vae": factor_vae_score(
@@ -562,7 +584,7 @@ def _metrics(
         f_tr,
         c_te,
         f_te,
-        n_estimators=cfg.dci_trees,
+        n_estimators=budget.items(cfg.dci_trees, DRY_RUN_BATCH["dci_trees"]),
         random_state=derive_seed(ctx.seed, "dci") % 2**31,
     )
     out.update(
@@ -602,7 +624,8 @@ def _reconstruction(
 ) -> float:
     """Mean Bernoulli reconstruction loss of the encoder mean on held-out images (lower is better)."""
     x = data.sample_observations(
-        budget.items(cfg.recon_samples, 256), np.random.default_rng(derive_seed(ctx.seed, "recon"))
+        budget.items(cfg.recon_samples, DRY_RUN_BATCH["recon"]),
+        np.random.default_rng(derive_seed(ctx.seed, "recon")),
     )
     total = 0.0
     for i in range(0, len(x), 256):
@@ -1010,9 +1033,13 @@ class DisentanglementExperiment(Experiment):
     name = "disentanglement"
     title = "Are Disentangled Representations Helpful for Abstract Visual Reasoning?"
     datasets = ("abstract-dsprites", "color-shapes", "dsprites")
+    # The study's dSprites variant, drawn from the real archive under --data-root at full scale
+    # (the renderer stands in at smoke and quick; its pixels are not the official images).
+    paper_data = "abstract-dsprites"
     claims = CLAIMS
     not_estimated = (
-        "the metrics, reconstructions and WReN test puzzles beyond the first batches of their sample sizes",
+        "the metrics, reconstructions and WReN test puzzles beyond the first batches of their "
+        "sample sizes (DRY_RUN_BATCH), and DCI's boosting stages beyond the first few",
     )
     configs = CONFIGS
 
@@ -1130,15 +1157,41 @@ class DisentanglementExperiment(Experiment):
             f"puzzles on the quantized grid {env.pgm.factor_sizes}"
         )
         data = [
-            DataInfo(env.name, env.base.source, cfg.vae_steps * cfg.vae_batch, cfg.code_test),
+            DataInfo(
+                env.name,
+                env.base.source,
+                cfg.vae_steps * cfg.vae_batch,
+                cfg.code_test,
+                sha256=_data_sha256(env.base),
+            ),
             DataInfo(
                 f"pgm-{env.name}",
                 "generated",
                 cfg.wren_train_puzzles or max(cfg.wren_steps) * cfg.wren_batch,
                 cfg.wren_test_puzzles,
+                sha256=tensor_sha256(  # the test puzzles, in factor space
+                    *(
+                        torch.from_numpy(np.ascontiguousarray(a))
+                        for a in (env.test_pgms.matrix, env.test_pgms.answers, env.test_pgms.target)
+                    )
+                ),
             ),
         ]
         return Outcome(measured=measured, data=data, figures=figures, notes=notes, details=details)
+
+
+PROBE_IMAGES = 256  # images whose digest identifies a generated data set
+
+
+def _data_sha256(data: GroundTruthData) -> str:
+    """The identity of a run's images: the digest of the archive's images where they were read
+    (``DSpritesNPZ.sha256``), else of ``PROBE_IMAGES`` observations at seeded factors (a renderer
+    gives the same images for the same code)."""
+    digest = getattr(data, "sha256", None)
+    if digest is not None:
+        return digest
+    rng = np.random.default_rng(0)
+    return tensor_sha256(data.sample_observations(PROBE_IMAGES, rng))
 
 
 def _config_dict(cfg: DisentanglementConfig) -> dict[str, Any]:
