@@ -21,6 +21,7 @@ from paperzoo.experiments.ggnn import (
     _baseline_updates,
     _gap_claim_id,
     best_of_restarts,
+    sequence_eval,
 )
 from paperzoo.experiments.runner import run_experiment
 
@@ -247,11 +248,12 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     assert exp.setting_note(full) == (
         "folds 1,3 of 10: not the paper's protocol (its numbers are means over all 10 folds)"
     )
-    # The plan covers both folds, the GG-NN and both baselines of every task.
+    # The plan covers both folds, the GG-NN and both baselines of every task (the folds'
+    # baselines of one task and cell: one batched model).
     plan = [name for name, _ in exp.plan(cfg, full)]
     for fold in (1, 3):
-        assert f"babi15 fold{fold}-q1" in plan and f"rnn eulerian fold {fold}" in plan
-        assert f"lstm babi4 fold {fold}" in plan
+        assert f"babi15 fold{fold}-q1" in plan
+    assert "rnn eulerian folds 1,3" in plan and "lstm babi4 folds 1,3" in plan
     # --folds / --fold choose a subset, marked the same way; a missing fold is refused.
     assert exp._folds(cfg, RunContext(scale="full", data_root=root, folds=(3,))) == [3]
     one = RunContext(scale="full", data_root=root, fold=1)
@@ -326,3 +328,29 @@ def test_full_gap_targets_are_one_sided_at_the_papers_gap() -> None:
     for c in claims.values():  # every full target of an accuracy or a gap is one-sided
         if "full" in c.scales and c.kind == "finding":
             assert c.target_at("full").startswith(">= "), c.id
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_batched_baselines_follow_their_trajectories_alone(tmp_path: Path, cell: str) -> None:
+    """The folds' baselines trained as one batched model: each fold's validation losses, selected
+    parameters and test accuracy equal those of its baseline trained alone with ``Trainer``."""
+    root = tmp_path / "babi"
+    _write_fold(root, 1, seed=11, n_test=5)
+    _write_fold(root, 2, seed=22, n_test=9)  # other graphs, sizes and sequence lengths
+    exp = GGNNExperiment()
+    cfg = dataclasses.replace(exp.config("smoke"), baseline_steps=12, baseline_eval_every=3)
+    ctx = RunContext(scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=root)
+    folds = [(k, babi.load_official("babi15", root, fold=k, require_fold=True)) for k in (1, 2)]
+    accs = exp._run_baselines("babi15", cell, cfg, ctx, folds)
+    (run_dir,) = (ctx.out_dir / "runs").iterdir()
+    hist = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in hist] == [3, 6, 9, 12]
+    for i, (k, task) in enumerate(folds):
+        model, records = exp._baseline_alone("babi15", cell, cfg, ctx, k, task)
+        evals = [r for r in records if "val_loss" in r]
+        assert [h["val_loss"][i] for h in hist] == pytest.approx(
+            [r["val_loss"] for r in evals], rel=1e-4
+        )
+        assert [h["val_acc"][i] for h in hist] == [r["val_acc"] for r in evals]
+        acc = sequence_eval(model, *babi.sequences(task, task.test))[0]
+        assert accs[i] == acc

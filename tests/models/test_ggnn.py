@@ -14,6 +14,7 @@ from paperzoo.models.ggnn import (
     GatedGraphNet,
     GatedGraphSequenceNet,
     SequenceBaseline,
+    StackedSequenceBaseline,
     node_selection_logits,
 )
 
@@ -137,3 +138,42 @@ def test_registry_builds_models_strictly() -> None:
         create_model("ggnn", state_dim=4, annotation_dim=1, num_edge_types=2, typo=1)
     with pytest.raises(ValueError, match="num_classes"):
         GatedGraphNet(state_dim=4, annotation_dim=1, num_edge_types=1, output="graph")
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_stacked_baselines_compute_what_each_computes_alone(cell: str) -> None:
+    """K stacked baselines: model k's outputs and gradients are those of baseline k alone, on
+    its own tokens, with sequences of different lengths and several outputs."""
+    k, b, length = 3, 5, 9
+    models = []
+    for i in range(k):
+        with seeded(i):
+            models.append(SequenceBaseline(vocab_size=11, num_classes=4, cell=cell))  # type: ignore[arg-type]
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(2, length + 1, (k, b), generator=g)
+    tokens = torch.randint(3, 11, (k, b, length), generator=g)
+    tokens[torch.arange(length).view(1, 1, -1) >= lengths.unsqueeze(-1)] = babi.PAD
+    stacked = StackedSequenceBaseline(models=models)
+    out = stacked(tokens, lengths, num_outputs=3)  # (K, B, 3, C)
+    assert out.shape == (k, b, 3, 4)
+    out.pow(2).sum().backward()
+    for i, m in enumerate(models):
+        ref = m(tokens[i], lengths[i], num_outputs=3)
+        torch.testing.assert_close(out[i], ref, rtol=1e-5, atol=1e-6)
+        ref.pow(2).sum().backward()
+        torch.testing.assert_close(stacked.w_hh.grad[i], m.rnn.weight_hh_l0.grad.t())
+        torch.testing.assert_close(stacked.b_ih.grad[i], m.rnn.bias_ih_l0.grad)
+        torch.testing.assert_close(stacked.embed.grad[i], m.embed.weight.grad)
+    # Unstacking gives back each model's function.
+    twin = SequenceBaseline(vocab_size=11, num_classes=4, cell=cell)  # type: ignore[arg-type]
+    stacked.unstacked(1, twin)
+    torch.testing.assert_close(twin(tokens[1], lengths[1]), models[1](tokens[1], lengths[1]))
+
+
+def test_stacked_baselines_must_match() -> None:
+    a = SequenceBaseline(vocab_size=11, num_classes=4, cell="rnn")
+    b = SequenceBaseline(vocab_size=11, num_classes=4, cell="lstm")
+    with pytest.raises(ValueError, match="share cell"):
+        StackedSequenceBaseline(models=[a, b])
+    with pytest.raises(ValueError, match="empty"):
+        StackedSequenceBaseline(models=[])

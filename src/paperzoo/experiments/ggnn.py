@@ -70,11 +70,13 @@ from torch import Tensor, nn
 from paperzoo.data import babi, layouts
 from paperzoo.data.base import DataInfo
 from paperzoo.engine import TrainConfig, Trainer, budget, derive_seed, seeded
+from paperzoo.engine.batched import BatchedKeeper, fit_batched, model_samplers
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.models.ggnn import (
     GatedGraphNet,
     GatedGraphSequenceNet,
     SequenceBaseline,
+    StackedSequenceBaseline,
     node_selection_logits,
 )
 from paperzoo.utils import count_params
@@ -415,6 +417,46 @@ def _sequence_loss(logp: Tensor, y: Tensor) -> Tensor:
     ).view(b, steps)
     lengths = (y != babi.IGNORE).sum(1).clamp(min=1)
     return (nll.sum(1) / lengths).mean()
+
+
+def _stacked_sequence_loss(logp: Tensor, y: Tensor, mask: Tensor, *, reduce: bool = True) -> Tensor:
+    """``_sequence_loss`` of K models at once: (K,) each model's mean over its real examples
+    (``mask``), or with ``reduce=False`` (K, B) per example.
+
+    Shapes:
+        logp: (K, B, T, C); y: (K, B, T); mask: (K, B)
+    """
+    k, b, steps = y.shape
+    nll = F.nll_loss(
+        logp.flatten(0, 2), y.flatten(), ignore_index=babi.IGNORE, reduction="none"
+    ).view(k, b, steps)
+    per = nll.sum(2) / (y != babi.IGNORE).sum(2).clamp(min=1)  # (K, B)
+    if not reduce:
+        return per
+    return (per * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+def _stack_sequences(
+    seqs: list[tuple[Tensor, Tensor, Tensor]],
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """K models' (tokens, lengths, targets) padded to common sizes (PAD tokens, length 1 and
+    IGNORE targets in padding rows) and stacked, with the mask of real rows.
+
+    Shapes:
+        -> tokens (K, M, L), lengths (K, M), targets (K, M, T), mask (K, M)
+    """
+    k = len(seqs)
+    m = max(len(s[2]) for s in seqs)
+    length = max(s[0].shape[1] for s in seqs)
+    steps = max(s[2].shape[1] for s in seqs)
+    tok = torch.full((k, m, length), babi.PAD, dtype=torch.long)
+    ln = torch.ones(k, m, dtype=torch.long)
+    y = torch.full((k, m, steps), babi.IGNORE, dtype=torch.long)
+    mask = torch.zeros(k, m, dtype=torch.bool)
+    for i, (t, n, yy) in enumerate(seqs):
+        tok[i, : len(t), : t.shape[1]], ln[i, : len(n)] = t, n
+        y[i, : len(yy), : yy.shape[1]], mask[i, : len(yy)] = yy, True
+    return tok, ln, y, mask
 
 
 def _all_correct(logp: Tensor, y: Tensor) -> Tensor:
@@ -794,9 +836,92 @@ class GGNNExperiment(Experiment):
         }
 
     # -- RNN / LSTM baselines ----------------------------------------------------------------
-    def _run_baseline(
+    def _run_baselines(
+        self,
+        name: str,
+        cell: str,
+        cfg: GGNNConfig,
+        ctx: RunContext,
+        folds: list[tuple[int, babi.BabiTask]],
+    ) -> list[float]:
+        """The baseline ``cell`` on task ``name``, one model per fold, trained as one batched
+        model (``engine.batched``): each fold's model has the initialisation, data, batch order,
+        Adam state, clamping and validation-based selection it has alone (``_baseline_alone``),
+        and the same trajectory up to float round-off. Returns the test accuracy per fold."""
+        bs_cfg = BASELINE[name]
+        steps = _baseline_updates(cfg, name, cell)
+        models, train, val, batch_sizes, seeds = [], [], [], [], []
+        for fold, task in folds:
+            train_g, val_g = _split_train(
+                task.train, cfg.baseline_train, cfg.n_val, derive_seed(ctx.seed, name, fold, "rnn")
+            )
+            train.append(babi.sequences(task, train_g))
+            val.append(babi.sequences(task, val_g))
+            with seeded(derive_seed(ctx.seed, name, fold, cell, "init")):
+                models.append(
+                    SequenceBaseline(
+                        vocab_size=len(babi.vocabulary(task)),
+                        num_classes=task.num_classes,
+                        cell=cell,  # type: ignore[arg-type]
+                    )
+                )
+            batch_sizes.append(min(bs_cfg.batch_size, len(train[-1][2])))
+            seeds.append(derive_seed(ctx.seed, name, fold, cell, "batches"))
+        stacked = StackedSequenceBaseline(models=models).to(ctx.device)
+        tok, ln, y, _ = _stack_sequences(train)  # (K, M, L), (K, M), (K, M, T)
+        vtok, vln, vy, vmask = (t.to(ctx.device) for t in _stack_sequences(val))
+        samplers = model_samplers([len(t[2]) for t in train], batch_sizes, seeds)
+        width = max(batch_sizes)
+
+        def loss_fn(m: nn.Module, step: int) -> Tensor:
+            idx = torch.zeros(len(samplers), width, dtype=torch.long)
+            mask = torch.zeros(len(samplers), width, dtype=torch.bool)
+            for k, sampler in enumerate(samplers):  # model k's own batch of step ``step``
+                i = sampler.indices(step)
+                idx[k, : len(i)], mask[k, : len(i)] = i, True
+            rows = torch.arange(len(samplers)).unsqueeze(1)
+            t, n, yy = tok[rows, idx], ln[rows, idx].clamp(min=1), y[rows, idx]
+            yy = yy.masked_fill(~mask.unsqueeze(-1), babi.IGNORE)  # padding rows: no loss
+            t, n, yy, mask = (v.to(ctx.device) for v in (t, n, yy, mask))
+            out = F.log_softmax(m(t, n, num_outputs=yy.shape[2]), -1)
+            return _stacked_sequence_loss(out, yy, mask)
+
+        def evaluate(m: nn.Module) -> tuple[list[float], list[float]]:
+            logp = F.log_softmax(m(vtok, vln, num_outputs=vy.shape[2]), -1)  # (K, M, T, C)
+            right = _all_correct(logp.flatten(0, 1), vy.flatten(0, 1)).view(vmask.shape) & vmask
+            n = vmask.sum(1).clamp(min=1)
+            losses = _stacked_sequence_loss(logp, vy, vmask, reduce=False)
+            acc = [r / c for r, c in zip(right.sum(1).tolist(), n.tolist(), strict=True)]
+            return acc, ((losses * vmask).sum(1) / n).tolist()
+
+        keeper = BatchedKeeper(len(models))
+        fit_batched(
+            stacked,
+            loss_fn,
+            torch.optim.Adam(stacked.parameters(), lr=bs_cfg.lr),
+            steps=steps,
+            evaluate=evaluate,
+            eval_every=cfg.baseline_eval_every,
+            keeper=keeper,
+            clamp=5.0,
+            desc=f"{cell} {name} folds {','.join(str(f) for f, _ in folds)}",
+            out_dir=ctx.out_dir
+            / "runs"
+            / f"{cell}-{name}-folds{'-'.join(str(f) for f, _ in folds)}",
+        )
+        stacked.to("cpu")
+        accs = []
+        with ctx.final_evaluation():  # the selected models are final
+            for k, (_, task) in enumerate(folds):
+                model = stacked.unstacked(k, models[k])
+                accs.append(sequence_eval(model, *babi.sequences(task, task.test))[0])
+        return accs
+
+    def _baseline_alone(
         self, name: str, cell: str, cfg: GGNNConfig, ctx: RunContext, fold: int, task: babi.BabiTask
-    ) -> float:
+    ) -> tuple[SequenceBaseline, list[dict[str, float]]]:
+        """One fold's baseline trained alone with ``Trainer`` (the reference the batched group is
+        tested against): the selected model and the trainer's log."""
         bs_cfg = BASELINE[name]
         steps = _baseline_updates(cfg, name, cell)
         train_g, val_g = _split_train(
@@ -818,32 +943,27 @@ class GGNNExperiment(Experiment):
             return _sequence_loss(out, yy)
 
         keeper = _BestKeeper(lambda m: sequence_eval(m, *val))  # type: ignore[arg-type]
-        batch_size = min(bs_cfg.batch_size, len(y))
         trainer = Trainer(
             model,
             None,
             _clamped_step(opt, loss_of),
             config=TrainConfig(
                 steps=steps,
-                batch_size=batch_size,
+                batch_size=min(bs_cfg.batch_size, len(y)),
                 seed=derive_seed(ctx.seed, name, fold, cell, "batches"),
                 log_every=cfg.baseline_eval_every,
                 eval_every=cfg.baseline_eval_every,
-                progress=ctx.progress,
+                progress=False,
                 desc=f"{cell} {name} fold {fold}",
             ),
-            out_dir=ctx.out_dir / "runs" / f"{cell}-{name}-fold{fold}",
             eval_fn=keeper,
             extra={"optimizer": opt, "keeper": keeper},
             manual=True,
-            device=ctx.device,
         )
-        trainer.fit((tok, ln, y), resume=True)
+        history = trainer.fit((tok, ln, y))
         if keeper.state is not None:
             model.load_state_dict(keeper.state)
-        model.to("cpu")
-        with ctx.final_evaluation():  # the selected model is final
-            return sequence_eval(model, *babi.sequences(task, task.test))[0]
+        return model, history.records
 
     # -- run -------------------------------------------------------------------------------
     plan_upper_bound = True  # a question type stops restarting once a run reaches 100 %
@@ -862,11 +982,12 @@ class GGNNExperiment(Experiment):
                 if name in cfg.tasks and (official or i < cfg.seeds):
                     qtypes = range(1, _QUESTION_TYPES.get(name, 1) + 1)
                     out += [(f"{name} fold{fold}-q{q}", steps) for q in qtypes]
-                if name in cfg.baseline_tasks and i < cfg.baseline_seeds:
-                    out += [
-                        (f"{cell} {name} fold {fold}", _baseline_updates(cfg, name, cell))
-                        for cell in cfg.baseline_cells
-                    ]
+            if name in cfg.baseline_tasks:  # one batched model per cell, all folds
+                group = ",".join(map(str, self._folds(cfg, ctx)[: cfg.baseline_seeds]))
+                out += [
+                    (f"{cell} {name} folds {group}", _baseline_updates(cfg, name, cell))
+                    for cell in cfg.baseline_cells
+                ]
         return out
 
     def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
@@ -885,9 +1006,10 @@ class GGNNExperiment(Experiment):
             start = time.process_time()
             first = None  # the first fold's task, described in the data record at the end
             digests, ran = [], []  # each fold's data digest, and the folds that ran
+            loaded: dict[int, babi.BabiTask] = {}
             for i in budget.loop(len(folds), f"{name} folds", kind="repeat"):
                 fold = folds[i]
-                task = self._task(name, cfg, ctx, fold)
+                task = loaded[fold] = self._task(name, cfg, ctx, fold)
                 with ctx.final_evaluation():  # a digest identifies the test graphs, selects nothing
                     digests.append(babi.task_sha256(task))
                 ran.append(fold)
@@ -899,10 +1021,17 @@ class GGNNExperiment(Experiment):
                     res["fold"], res["source"] = fold, task.source
                     ggnn[name].append(res)
                     log.info("%s fold %d: test accuracy %.4f", name, fold, res["test_acc"])
-                if name in cfg.baseline_tasks and i < cfg.baseline_seeds:
-                    for cell in cfg.baseline_cells:
-                        acc = self._run_baseline(name, cell, cfg, ctx, fold, task)
-                        base[cell].setdefault(name, []).append(acc)
+            if name in cfg.baseline_tasks:
+                # The baselines of every fold at once, one batched model per cell (all folds
+                # also under --max-steps: the batched step's time depends on their number).
+                group = [
+                    (f, loaded[f] if f in loaded else self._task(name, cfg, ctx, f))
+                    for f in folds[: cfg.baseline_seeds]
+                ]
+                for cell in cfg.baseline_cells:
+                    accs = self._run_baselines(name, cell, cfg, ctx, group)
+                    base[cell][name] = accs
+                    for (fold, _), acc in zip(group, accs, strict=True):
                         log.info("%s %s fold %d: test accuracy %.4f", cell, name, fold, acc)
             if first is not None:
                 with ctx.final_evaluation():  # a count of test questions for the data record

@@ -21,6 +21,7 @@ tanh layer of width ``state_dim`` after the readout; annotation heads are one-hi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -303,3 +304,112 @@ def babi_rnn(*, vocab_size: int, num_classes: int, hidden_dim: int = 50) -> Sequ
     return SequenceBaseline(
         vocab_size=vocab_size, num_classes=num_classes, cell="rnn", hidden_dim=hidden_dim
     )
+
+
+class StackedSequenceBaseline(nn.Module):
+    """K independent ``SequenceBaseline`` s evaluated as one module (stacked weights, batched
+    matrix products), so that training K small models costs about one step's overhead.
+
+    The recurrence is written out (``nn.RNN`` / ``nn.LSTM`` equations, PyTorch's gate order
+    i, f, g, o); a sequence's final state is the state after its last real token, as with a
+    packed sequence, so model k computes what ``models[k]`` computes, up to float round-off.
+    Parameters are stacked along a leading model dimension: any element-wise optimiser (Adam,
+    element-wise gradient clamping) on them is K independent optimisers.
+
+    Args:
+        models: the K baselines (same vocabulary, classes, cell and sizes); their current
+            weights are copied (their own initialisations).
+
+    Shapes:
+        tokens: (K, B, L); lengths: (K, B) -> (K, B, num_outputs, num_classes)
+    """
+
+    def __init__(self, *, models: list[SequenceBaseline]) -> None:
+        super().__init__()
+        if not models:
+            raise ValueError("models must not be empty")
+        first = models[0]
+        self.cell = "lstm" if isinstance(first.rnn, nn.LSTM) else "rnn"
+        self.go_token = first.go_token
+        for m in models:
+            if (
+                ("lstm" if isinstance(m.rnn, nn.LSTM) else "rnn") != self.cell
+                or m.go_token != self.go_token
+                or m.embed.weight.shape != first.embed.weight.shape
+                or m.out.weight.shape != first.out.weight.shape
+                or m.rnn.hidden_size != first.rnn.hidden_size
+            ):
+                raise ValueError("stacked baselines must share cell, sizes and go_token")
+
+        def stack(get: Callable[[SequenceBaseline], Tensor]) -> nn.Parameter:
+            return nn.Parameter(torch.stack([get(m).detach().clone() for m in models]))
+
+        self.embed = stack(lambda m: m.embed.weight)  # (K, V, E)
+        self.w_ih = stack(lambda m: m.rnn.weight_ih_l0.t())  # (K, E, G H)
+        self.w_hh = stack(lambda m: m.rnn.weight_hh_l0.t())  # (K, H, G H)
+        self.b_ih = stack(lambda m: m.rnn.bias_ih_l0)  # (K, G H)
+        self.b_hh = stack(lambda m: m.rnn.bias_hh_l0)  # (K, G H), kept apart: Adam steps each
+        self.w_out = stack(lambda m: m.out.weight.t())  # (K, H, C)
+        self.b_out = stack(lambda m: m.out.bias)  # (K, C)
+        self.hidden_dim = first.rnn.hidden_size
+
+    @property
+    def num_models(self) -> int:
+        return self.embed.shape[0]
+
+    def _cell(self, gx: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """One step. gx: (K, B, G H) input part with bias; h, c: (K, B, H)."""
+        g = torch.baddbmm(gx, h, self.w_hh)  # (K, B, G H)
+        if c is None:  # tanh RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh)
+            return torch.tanh(g), None
+        i, f, gg, o = g.chunk(4, dim=-1)  # (K, B, H) each
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(gg)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    def forward(self, tokens: Tensor, lengths: Tensor, *, num_outputs: int = 1) -> Tensor:
+        k, b, steps = tokens.shape
+        vocab = self.embed.shape[1]
+        bias = (self.b_ih + self.b_hh).unsqueeze(1)  # (K, 1, G H)
+        # The input part of every token, W_ih e(v) + b, as one table per model (embedding and
+        # input weights applied in one product; the same function): (K, V, G H)
+        table = torch.baddbmm(bias, self.embed, self.w_ih)
+        steps = int(lengths.max())
+        # Rows of model k's table, time-major so that each step reads one slice: (L, K, B, G H)
+        onehot = F.one_hot(tokens[:, :, :steps].transpose(1, 2), vocab).to(table.dtype)
+        gx = torch.bmm(onehot.reshape(k, steps * b, vocab), table).view(k, steps, b, -1)
+        live = torch.arange(steps, device=tokens.device).view(1, steps, 1) < lengths.unsqueeze(1)
+        h = gx.new_zeros(k, b, self.hidden_dim)
+        c = h if self.cell == "lstm" else None
+        everyone = live.all(2).all(0).tolist()  # steps at which no sequence has ended
+        for g_t, live_t, every in zip(
+            gx.unbind(1), live.unsqueeze(-1).unbind(1), everyone, strict=True
+        ):
+            h_new, c_new = self._cell(g_t, h, c)  # live_t: (K, B, 1), sequences still reading
+            if every:
+                h, c = h_new, c_new
+                continue
+            h = torch.where(live_t, h_new, h)
+            if c is not None and c_new is not None:
+                c = torch.where(live_t, c_new, c)
+        hidden = [h]
+        if num_outputs > 1:  # GO tokens after the question, one per further output
+            go = table[:, self.go_token].unsqueeze(1)  # (K, 1, G H)
+            for _ in range(num_outputs - 1):
+                h, c = self._cell(go.expand(k, b, -1), h, c)
+                hidden.append(h)
+        hs = torch.stack(hidden, dim=2)  # (K, B, num_outputs, H)
+        out = torch.baddbmm(self.b_out.unsqueeze(1), hs.reshape(k, b * num_outputs, -1), self.w_out)
+        return out.view(k, b, num_outputs, -1)  # (K, B, num_outputs, C)
+
+    def unstacked(self, index: int, into: SequenceBaseline) -> SequenceBaseline:
+        """Copy model ``index``'s weights into ``into`` (a ``SequenceBaseline`` of the same
+        sizes) and return it."""
+        with torch.no_grad():
+            into.embed.weight.copy_(self.embed[index])
+            into.rnn.weight_ih_l0.copy_(self.w_ih[index].t())
+            into.rnn.weight_hh_l0.copy_(self.w_hh[index].t())
+            into.rnn.bias_ih_l0.copy_(self.b_ih[index])
+            into.rnn.bias_hh_l0.copy_(self.b_hh[index])
+            into.out.weight.copy_(self.w_out[index].t())
+            into.out.bias.copy_(self.b_out[index])
+        return into
