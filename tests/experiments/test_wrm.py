@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import math
@@ -10,9 +11,12 @@ import pytest
 import torch
 from torch import nn
 
+from paperzoo.data import DataRequired
+from paperzoo.data.spheres import make_spheres
 from paperzoo.experiments.runner import run_experiment
 from paperzoo.experiments.wrm import (
     MNIST_CLIP,
+    WRMExperiment,
     boundary_distances,
     boundary_geometry,
     boundary_points,
@@ -126,3 +130,56 @@ def test_quick_scale_claims_hold(tmp_path) -> None:
     result = run_experiment("wrm", RunContext(scale="quick", out_dir=tmp_path, quiet=True))
     failing = [c.id for c in result.claims if c.holds is False]
     assert not failing, failing
+
+
+def _spheres_data(ctx, cfg):
+    return make_spheres(cfg.spheres_n_train, generator=ctx.generator("spheres", "train"))
+
+
+def test_a_spheres_model_that_does_not_fit_is_trained_again(smoke_ctx) -> None:
+    """A model below ``spheres_fit_acc`` on its training points (a failed optimisation) is
+    trained again from a fresh initialisation, every method alike; one that fits is kept."""
+    exp = WRMExperiment()
+    cfg = exp.config("smoke")
+    xtr, ytr = _spheres_data(smoke_ctx, cfg)
+    _, _, once = exp.train_spheres(
+        dataclasses.replace(cfg, spheres_fit_acc=0.0), smoke_ctx, xtr, ytr
+    )
+    assert {k: len(v) for k, v in once.items()} == {"erm": 1, "wrm": 1, "fgm": 1}
+    never = dataclasses.replace(cfg, spheres_fit_acc=1.01, spheres_restarts=2)  # none can fit
+    ctx = dataclasses.replace(smoke_ctx, out_dir=smoke_ctx.out_dir / "never")
+    models, _, attempts = exp.train_spheres(never, ctx, xtr, ytr)
+    assert {k: len(v) for k, v in attempts.items()} == {"erm": 3, "wrm": 3, "fgm": 3}
+    # each attempt is its own training run from its own initialisation
+    losses = set()
+    for tag in ("spheres-wrm", "spheres-wrm-restart1", "spheres-wrm-restart2"):
+        records = (ctx.out_dir / "runs" / tag / "metrics.jsonl").read_text().splitlines()
+        losses.add(json.loads(records[0])["loss"])
+    assert len(losses) == 3
+    # the first attempt is the run without restarts
+    assert attempts["wrm"][0] == once["wrm"][0]
+    for method, model in models.items():  # the most accurate attempt is kept
+        from paperzoo.metrics.classification import accuracy
+
+        assert accuracy(model, xtr, ytr) == max(attempts[method])
+
+
+def test_the_spheres_part_runs_alone_and_needs_no_data(smoke_ctx, tmp_path) -> None:
+    exp = WRMExperiment()
+    full = dataclasses.replace(smoke_ctx, scale="full", data_root=tmp_path / "empty")
+    exp.require_data(dataclasses.replace(full, part="spheres"))  # generated: nothing to read
+    with pytest.raises(DataRequired):
+        exp.require_data(dataclasses.replace(full, part="mnist"))
+    with pytest.raises(DataRequired):
+        exp.require_data(full)
+    assert [s for s, _ in exp.plan(exp.config("full"), dataclasses.replace(full, part="spheres"))] == [
+        "spheres-erm", "spheres-wrm", "spheres-fgm"
+    ]  # fmt: skip
+    run_experiment("wrm", dataclasses.replace(smoke_ctx, part="spheres"))
+    d = json.loads((smoke_ctx.out_dir / "results.json").read_text())
+    assert d["part"] == "spheres"
+    assert {c["id"] for c in d["claims"]} == {
+        c.id for c in exp.claims if c.id.startswith("spheres.")
+    }
+    assert [x["name"] for x in d["data"]] == ["spheres"] and "mnist" not in d["details"]
+    assert not (smoke_ctx.out_dir / "runs" / "mnist-wrm").exists()

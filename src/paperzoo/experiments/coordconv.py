@@ -867,7 +867,8 @@ class CoordConvExperiment(Experiment):
             ax.set_ylabel(label)
             if task == "regression":
                 ax.set_yscale("log")
-            ax.legend(fontsize=7)
+            if ax.get_lines():  # a part leaves the other tasks' panels empty
+                ax.legend(fontsize=7)
         fig.tight_layout()
         path, rel = ctx.figure_path("curves.png")
         fig.savefig(path, dpi=100)
