@@ -45,6 +45,11 @@ Choices and deviations (quick scale; ``full`` keeps the paper's settings where i
   plain cross-entropy for every method alike.
 * The spheres learning-rate schedule and batch size are not given in the paper (ours: Adam,
   batch 500, 5,000 steps at quick scale).
+* A spheres model that does not fit its training points (clean training accuracy < 0.99) is
+  trained again from a fresh initialisation, at most 3 times, every method alike
+  (``WRMExperiment.train_spheres``): the 2-4-2-2 net can get stuck with its boundary open to one
+  side (WRM at seed 5: training accuracy 0.89), which is a failed optimisation, not WRM's result.
+* Parts: ``--part spheres`` (Section 4.1, generated data, no files) and ``--part mnist``.
 * The clean-accuracy claim: the paper's "at least 99 %" is a 60,000-digit number; on 4,000 digits
   the plain ERM network stops at about 0.945 (above), so at quick scale the paper's point ("little
   test-time penalty") is the finding ``mnist.clean_acc.penalty_vs_erm`` and the absolute
