@@ -105,7 +105,7 @@ def test_attacks_in_batches_see_every_test_image_once():
 
 
 def test_dry_run_cuts_the_evaluation_to_the_step_budget(smoke_ctx):
-    # Under --max-steps N the attacks read the first N batches of eval_batch test images only.
+    # Under --max-steps N the attacks read the first N training-size batches of test images only.
     from dataclasses import replace
 
     from paperzoo.engine import budget
@@ -115,4 +115,4 @@ def test_dry_run_cuts_the_evaluation_to_the_step_budget(smoke_ctx):
     cfg = replace(exp.config("smoke"), n_test=None, eval_batch=4)
     with budget.capped(budget.StepBudget(2)):
         out = exp.run(cfg, smoke_ctx)
-    assert out.details["n_test"] == 8
+    assert out.details["n_test"] == 2 * cfg.batch_size

@@ -148,7 +148,7 @@ def test_full_run_without_data_root_exits_2_and_writes_nothing(tmp_path: Path, c
 
 
 def test_dry_run_evaluates_the_first_batches_only(tmp_path: Path, monkeypatch) -> None:
-    # --max-steps N: the validation and test errors read N batches of 500 images, not the whole
+    # --max-steps N: the validation and test errors read N training-size batches, not the whole
     # sets (9 nets x 15,000 images were most of a full dry run's time).
     from paperzoo.engine import budget
 
@@ -166,4 +166,5 @@ def test_dry_run_evaluates_the_first_batches_only(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(ResNetExperiment, "_error", staticmethod(spy))
     with budget.capped(budget.StepBudget(1)):
         exp._train_one("resnet8", replace(cfg, n_val=1200), ctx, data, k)
-    assert seen and max(seen) == 500  # validation (1,200) and test (1,000) cut to one batch
+    # validation (1,200) and test (1,000) images cut to one training batch
+    assert seen and max(seen) == cfg.batch_size

@@ -36,9 +36,9 @@ classifier (SmallCNN, channels 64/128, FC 256), Adam at 1e-3 for 50,000 steps of
 generator (``paperzoo.adversarial.gat``: its ``scale * tanh`` bound), c_g, the training budget
 (0.1) and the eps grid (0.1/0.2/0.3) are the project's choices (docs/gat.md marks each).
 
-Dry runs (``--max-steps N``): the attacks run in batches of ``eval_batch`` test images, and under
-a step budget on the first N batches only (``paperzoo.engine.budget.items``): a 10,000-image
-full-batch FGSM held 8 GB of activations before.
+Dry runs (``--max-steps N``): the attacks run in batches of ``eval_batch`` test images (a
+10,000-image full-batch FGSM held 12 GB at full before), and under a step budget on the first N
+training-size batches of test images only (``paperzoo.engine.budget.items``).
 """
 
 from __future__ import annotations
@@ -221,7 +221,9 @@ class GATExperiment(Experiment):
         split = ctx.holdout(split, "test split")  # read in the final evaluation only
         chans, size = split.x_train.shape[1], split.x_train.shape[-1]
         n_test = len(split.x_test) if cfg.n_test is None else min(cfg.n_test, len(split.x_test))
-        n_test = budget.items(n_test, cfg.eval_batch or n_test)  # --max-steps: first batches
+        # --max-steps N: N training-size batches of test images (the attacks on all of them are
+        # the run's longest part: 1,500 images took minutes of CPU per model in a dry run)
+        n_test = budget.items(n_test, cfg.batch_size)
         x_test, y_test = split.x_test[:n_test], split.y_test[:n_test]
         models: dict[str, nn.Module] = {}
         generator: PerturbationGenerator | None = None

@@ -353,9 +353,9 @@ class ResNetExperiment(Experiment):
             err = (logits.detach().argmax(1) != yb).float().mean()
             return F.cross_entropy(logits, yb), {"train_err": err}
 
-        # --max-steps N: validation and test errors on the first N batches of 500 images only
+        # --max-steps N: validation and test errors on the first N training-size batches only
         # (a dry run evaluated 15,000 images per net before, most of its time).
-        n_val = budget.items(len(data["x_val"]), 500)
+        n_val = budget.items(len(data["x_val"]), cfg.batch_size)
         x_val, y_val = data["x_val"][:n_val], data["y_val"][:n_val]
 
         def eval_fn(m: nn.Module) -> dict[str, float]:  # the monitor: validation error
@@ -388,7 +388,7 @@ class ResNetExperiment(Experiment):
         y = data["y"].to(ctx.device)
         hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=True)
         start = cfg.steps - cfg.loss_window
-        n_test = budget.items(len(data["x_test"]), 500)
+        n_test = budget.items(len(data["x_test"]), cfg.batch_size)
         with ctx.final_evaluation():  # training is over: the test error is a final number
             test_err = self._error(
                 model, data["x_test"][:n_test], data["y_test"][:n_test], ctx.device
