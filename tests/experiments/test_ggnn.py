@@ -354,3 +354,44 @@ def test_batched_baselines_follow_their_trajectories_alone(tmp_path: Path, cell:
         assert [h["val_acc"][i] for h in hist] == [r["val_acc"] for r in evals]
         acc = sequence_eval(model, *babi.sequences(task, task.test))[0]
         assert accs[i] == acc
+
+
+def test_fold_shards_merge_into_the_whole_run(tmp_path: Path) -> None:
+    """--shard K/N runs every N-th fold; ``paperzoo merge`` of all shards gives the whole run:
+    the same folds, per-fold numbers and data records, and the shard set is complete."""
+    root = tmp_path / "babi"
+    _write_fold(root, 1, seed=11, n_test=5)
+    _write_fold(root, 2, seed=22, n_test=9)
+    _write_fold(root, 3, seed=33, n_test=7)
+    common = ["reproduce", "ggnn", "--scale", "smoke", "--data-root", str(root), "--folds", "1-3"]
+    common += ["--set", "baseline_seeds=3", "--quiet", "--threads", "1"]
+    for k in (0, 1):
+        assert main([*common, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}")]) == 0
+    s0 = json.loads((tmp_path / "s0" / "results.json").read_text())
+    assert s0["details"]["ggnn"]["babi15"]["folds"] == [1, 3]
+    assert s0["details"]["baselines"]["lstm"]["babi15"]["folds"] == [1, 3]
+    merged = tmp_path / "merged"
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s0"), "--out", str(merged)]) == 0
+    assert main([*common, "--out", str(tmp_path / "whole")]) == 0
+    res = json.loads((merged / "results.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "results.json").read_text())
+    assert res["shards"] == {"n": 2, "merged": [0, 1]}
+    assert res["data"] == whole["data"]  # the shards describe the whole run's folds
+    for name, summary in res["details"]["ggnn"].items():
+        assert summary["folds"] == [1, 2, 3]
+        # The GG-NNs of a fold train alike in a shard and in the whole run.
+        assert summary["test_acc_per_fold"] == whole["details"]["ggnn"][name]["test_acc_per_fold"]
+    lstm = res["details"]["baselines"]["lstm"]["babi15"]
+    s1 = json.loads((tmp_path / "s1" / "results.json").read_text())
+    s0_lstm, s1_lstm = (s["details"]["baselines"]["lstm"]["babi15"] for s in (s0, s1))
+    assert lstm["folds"] == [1, 2, 3]
+    assert lstm["per_fold"] == [
+        s0_lstm["per_fold"][0],
+        s1_lstm["per_fold"][0],
+        s0_lstm["per_fold"][1],
+    ]
+    claim = {c["id"]: c for c in res["claims"]}["babi.task15.ggnn.test_acc"]
+    assert claim["measured"] == pytest.approx(
+        sum(res["details"]["ggnn"]["babi15"]["test_acc_per_fold"]) / 3
+    )
+    assert "over 3 official folds (1, 2, 3)" in " ".join(res["notes"])

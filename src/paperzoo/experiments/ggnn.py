@@ -976,47 +976,60 @@ class GGNNExperiment(Experiment):
         runs = cfg.restarts if cfg.n_val > 0 else 1
         official = self._official(ctx)
         out: list[tuple[str, int]] = []
+        all_folds, folds = self._folds(cfg, ctx), self._shard_folds(cfg, ctx)
         for name in tasks:
             steps = runs * max(1, math.ceil(self._setting(name, cfg).steps * cfg.step_scale))
-            for i, fold in enumerate(self._folds(cfg, ctx)):
-                if name in cfg.tasks and (official or i < cfg.seeds):
+            for fold in folds:
+                if name in cfg.tasks and (official or all_folds.index(fold) < cfg.seeds):
                     qtypes = range(1, _QUESTION_TYPES.get(name, 1) + 1)
                     out += [(f"{name} fold{fold}-q{q}", steps) for q in qtypes]
-            if name in cfg.baseline_tasks:  # one batched model per cell, all folds
-                group = ",".join(map(str, self._folds(cfg, ctx)[: cfg.baseline_seeds]))
+            group = [f for f in folds if all_folds.index(f) < cfg.baseline_seeds]
+            if name in cfg.baseline_tasks and group:  # one batched model per cell, all folds
                 out += [
-                    (f"{cell} {name} folds {group}", _baseline_updates(cfg, name, cell))
+                    (
+                        f"{cell} {name} folds {','.join(map(str, group))}",
+                        _baseline_updates(cfg, name, cell),
+                    )
                     for cell in cfg.baseline_cells
                 ]
         return out
 
-    def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
+    def _shard_folds(self, cfg: GGNNConfig, ctx: RunContext) -> list[int]:
+        """The folds this run trains: all of ``_folds``, or with ``--shard K/N`` every N-th from
+        the K-th (``paperzoo merge`` of all N shards gives the whole run back)."""
         folds = self._folds(cfg, ctx)
+        if ctx.shard is not None:
+            k, n = ctx.shard
+            folds = folds[k::n]
+        return folds
+
+    def run(self, cfg: GGNNConfig, ctx: RunContext) -> Outcome:
+        all_folds = self._folds(cfg, ctx)
+        folds = self._shard_folds(cfg, ctx)
         official = self._official(ctx)
         unknown = sorted((set(cfg.tasks) | set(cfg.baseline_tasks)) - set(ALL_TASKS))
         if unknown:
             raise ValueError(f"unknown GG-NN task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
         tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=ALL_TASKS.index)
-        self._check_folds(tasks, folds, ctx)
+        self._check_folds(tasks, all_folds, ctx)
+        if not folds:
+            raise ValueError(f"--shard {ctx.shard[0]}/{ctx.shard[1]} has no fold of {all_folds}")  # type: ignore[index]
         ggnn: dict[str, list[dict[str, Any]]] = {t: [] for t in cfg.tasks}
         base: dict[str, dict[str, list[float]]] = {c: {} for c in cfg.baseline_cells}
+        base_folds: dict[str, list[int]] = {}
         data: list[DataInfo] = []
         cpu: dict[str, float] = {}
         for name in tasks:
             start = time.process_time()
-            first = None  # the first fold's task, described in the data record at the end
-            digests, ran = [], []  # each fold's data digest, and the folds that ran
+            digests: dict[int, str] = {}  # each fold's data digest
             loaded: dict[int, babi.BabiTask] = {}
             for i in budget.loop(len(folds), f"{name} folds", kind="repeat"):
                 fold = folds[i]
                 task = loaded[fold] = self._task(name, cfg, ctx, fold)
                 with ctx.final_evaluation():  # a digest identifies the test graphs, selects nothing
-                    digests.append(babi.task_sha256(task))
-                ran.append(fold)
-                if i == 0:
-                    first = task
+                    digests[fold] = babi.task_sha256(task)
                 # Official folds: the GG-NN runs on every fold asked for; generated: cfg.seeds.
-                if name in cfg.tasks and (official or i < cfg.seeds):
+                if name in cfg.tasks and (official or all_folds.index(fold) < cfg.seeds):
                     res = self._run_graph_model(name, cfg, ctx, fold, task)
                     res["fold"], res["source"] = fold, task.source
                     ggnn[name].append(res)
@@ -1026,32 +1039,111 @@ class GGNNExperiment(Experiment):
                 # also under --max-steps: the batched step's time depends on their number).
                 group = [
                     (f, loaded[f] if f in loaded else self._task(name, cfg, ctx, f))
-                    for f in folds[: cfg.baseline_seeds]
+                    for f in folds
+                    if all_folds.index(f) < cfg.baseline_seeds
                 ]
+                base_folds[name] = [f for f, _ in group]
                 for cell in cfg.baseline_cells:
-                    accs = self._run_baselines(name, cell, cfg, ctx, group)
+                    accs = self._run_baselines(name, cell, cfg, ctx, group) if group else []
                     base[cell][name] = accs
                     for (fold, _), acc in zip(group, accs, strict=True):
                         log.info("%s %s fold %d: test accuracy %.4f", cell, name, fold, acc)
-            if first is not None:
-                with ctx.final_evaluation():  # a count of test questions for the data record
-                    n_q = sum(len(g.questions) for g in first.test)
-                label = name.replace("babi", "babi-task") if name.startswith("babi") else name
-                source = first.source
-                if official and len(ran) > 1:
-                    source += f" (first of folds {', '.join(map(str, ran))})"
-                digest = digests[0] if len(digests) == 1 else babi.combine_sha256(digests)
-                data.append(
-                    DataInfo(
-                        label,
-                        source,
-                        self._setting(name, cfg).n_train,
-                        n_q,
-                        sha256=digest,
-                        fold=ran[0] if official and len(ran) == 1 else None,
-                    )
-                )
+            data.append(self._data_record(name, cfg, ctx, all_folds, folds, loaded, digests))
             cpu[name] = round(time.process_time() - start, 1)
+        baselines = {
+            cell: {t: {"per_fold": v, "folds": base_folds[t]} for t, v in per_task.items() if v}
+            for cell, per_task in base.items()
+        }
+        return self._outcome(cfg, ctx, ggnn, baselines, data, cpu, official)
+
+    def _data_record(
+        self,
+        name: str,
+        cfg: GGNNConfig,
+        ctx: RunContext,
+        all_folds: list[int],
+        folds: list[int],
+        loaded: dict[int, babi.BabiTask],
+        digests: dict[int, str],
+    ) -> DataInfo:
+        """The data record of task ``name``: the folds of the whole run (a shard describes the
+        run it is part of, so that the shards' records agree and ``merge`` accepts them; under
+        ``--max-steps`` the folds that ran)."""
+        described = all_folds if ctx.shard is not None else [f for f in folds if f in digests]
+        for f in described:
+            if f not in digests:
+                task = loaded.get(f) or self._task(name, cfg, ctx, f)
+                with ctx.final_evaluation():
+                    digests[f] = babi.task_sha256(task)
+                loaded[f] = task
+        first = loaded[described[0]]
+        with ctx.final_evaluation():  # a count of test questions for the data record
+            n_q = sum(len(g.questions) for g in first.test)
+        label = name.replace("babi", "babi-task") if name.startswith("babi") else name
+        source = first.source
+        official = self._official(ctx)
+        if official and len(described) > 1:
+            source += f" (first of folds {', '.join(map(str, described))})"
+        ds = [digests[f] for f in described]
+        return DataInfo(
+            label,
+            source,
+            self._setting(name, cfg).n_train,
+            n_q,
+            sha256=ds[0] if len(ds) == 1 else babi.combine_sha256(ds),
+            fold=described[0] if official and len(described) == 1 else None,
+        )
+
+    def merge(self, results: list[dict[str, Any]], ctx: RunContext) -> Outcome:
+        """Fold shards (``--shard K/N``) -> the whole run: every task's per-fold results, in fold
+        order, and the measurements, notes and figure computed from them as one run would."""
+        cfg = self.config(ctx.scale)
+        ggnn: dict[str, list[dict[str, Any]]] = {}
+        baselines: dict[str, dict[str, Any]] = {}
+        cpu: dict[str, float] = {}
+        for r in results:
+            d = r["details"]
+            for task, summary in d["ggnn"].items():
+                ggnn.setdefault(task, []).extend(summary["runs"])
+            for cell, per_task in d["baselines"].items():
+                for task, v in per_task.items():
+                    b = baselines.setdefault(cell, {}).setdefault(
+                        task, {"per_fold": [], "folds": []}
+                    )
+                    b["per_fold"] += v["per_fold"]
+                    b["folds"] += v["folds"]
+            for task, sec in d["cpu_seconds"].items():
+                cpu[task] = round(cpu.get(task, 0.0) + sec, 1)
+        for task, runs in ggnn.items():
+            folds = [run["fold"] for run in runs]
+            if len(set(folds)) != len(folds):
+                raise ValueError(f"{task}: fold(s) run by more than one shard: {sorted(folds)}")
+            runs.sort(key=lambda run: run["fold"])
+        for per_task in baselines.values():
+            for v in per_task.values():
+                order = sorted(range(len(v["folds"])), key=v["folds"].__getitem__)
+                v["per_fold"] = [v["per_fold"][i] for i in order]
+                v["folds"] = [v["folds"][i] for i in order]
+        data = [DataInfo(**d) for d in results[0]["data"]]
+        official = bool(results[0]["details"]["official"])
+        return self._outcome(cfg, ctx, ggnn, baselines, data, cpu, official)
+
+    def _outcome(
+        self,
+        cfg: GGNNConfig,
+        ctx: RunContext,
+        ggnn: dict[str, list[dict[str, Any]]],
+        baselines: dict[str, dict[str, Any]],
+        data: list[DataInfo],
+        cpu: dict[str, float],
+        official: bool,
+    ) -> Outcome:
+        """Measurements, notes and figure from every task's per-fold results (``official``: read
+        from the official files)."""
+        base = {
+            cell: {t: list(v["per_fold"]) for t, v in per_task.items()}
+            for cell, per_task in baselines.items()
+        }
 
         def mean(v: list[float]) -> float:
             return float(np.mean(v))
@@ -1089,7 +1181,12 @@ class GGNNExperiment(Experiment):
             measured[_gap_claim_id(task_name, cell)] = gg - mean(b) if b else float("nan")
         baselines = {
             cell: {
-                t: {"test_acc_mean": mean(v), "test_acc_std": float(np.std(v)), "per_fold": v}
+                t: {
+                    "test_acc_mean": mean(v),
+                    "test_acc_std": float(np.std(v)),
+                    "per_fold": v,
+                    "folds": baselines[cell][t]["folds"],
+                }
                 for t, v in per_task.items()
             }
             for cell, per_task in base.items()
@@ -1146,7 +1243,12 @@ class GGNNExperiment(Experiment):
             data=data,
             figures=figures,
             notes=notes,
-            details={"ggnn": summary, "baselines": baselines, "cpu_seconds": cpu},
+            details={
+                "ggnn": summary,
+                "baselines": baselines,
+                "cpu_seconds": cpu,
+                "official": official,
+            },
         )
 
     def _plot(self, summary: dict[str, Any], baselines: dict[str, Any], ctx: RunContext) -> str:
