@@ -526,7 +526,9 @@ class WRMExperiment(Experiment):
             )
             best: tuple[float, nn.Module] | None = None
             attempts[method] = []
-            for attempt in range(cfg.spheres_restarts + 1):
+            # under --max-steps training is cut short by design: no fit to judge, no restarts
+            restarts = cfg.spheres_restarts if budget.active() is None else 0
+            for attempt in range(restarts + 1):
                 init = ctx.seed if attempt == 0 else derive_seed(ctx.seed, "spheres", attempt)
                 with seeded(init):
                     model = spheres_net()
