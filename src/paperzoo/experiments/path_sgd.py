@@ -504,6 +504,9 @@ class PathSGDExperiment(Experiment):
         pairs = [(i, "pathsgd", lr_p) for i in INITS] + [(i, "sgd", lr_s) for i in INITS]
         evaluated = {id(r): r for r in best.values()} | {id(runs[k]): runs[k] for k in pairs}
         self._prune_checkpoints(runs, evaluated, ctx)
+        for r in runs.values():  # the grid's other nets (77 MB each at full) are done with
+            if id(r) not in evaluated:
+                r.model = None
         # The float64 pair: the rescaling is redone in float64 so both start from the same function
         # up to float64 rounding.
         base64 = copy.deepcopy(base).double()
