@@ -258,7 +258,7 @@ FULL: dict[str, list[str]] = {
     "path-sgd": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_val=100"],
     "draw": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_monitor=100"]
     + ["--set", "batch_size=20", "--set", "n_train_eval=100", "--set", "importance_samples=10"],
-    "perceiver": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "batch_size=8"],
+    "perceiver": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "digits.batch_size=8"],
     # the paper's abstract dSprites needs the 3 GB archive: the binary renderer as a named substitute
     "disentanglement": ["--dataset", "dsprites"]
     + ["--set", "metric_train=20", "--set", "metric_eval=20"]
