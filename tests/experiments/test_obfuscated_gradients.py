@@ -230,3 +230,24 @@ def test_dry_run_attacks_batches_small_enough_for_eot(tmp_path):
     with budget.capped(budget.StepBudget(2)):
         _, details, _ = _run_cifar(c, ctx)
     assert details["n_eval"] == 2 * (c.eval_batch // c.eot_samples)
+
+
+def test_dry_run_of_the_mnist_part_splits_eot_calls(smoke_ctx, monkeypatch):
+    # --max-steps N: the MNIST part's attacks run attack_batch / eot_samples images per call (a
+    # full-scale dry run held 11 GB with 150 images x 30 draws in one call).
+    from paperzoo.engine import budget
+    from paperzoo.experiments import obfuscated_gradients as og
+
+    batches: list[int | None] = []
+    orig = og._perturb
+
+    def spy(atk, x, y, batch):  # noqa: ANN001, ANN202
+        batches.append(batch)
+        return orig(atk, x, y, batch)
+
+    monkeypatch.setattr(og, "_perturb", spy)
+    exp = get_experiment("obfuscated-gradients")
+    cfg = exp.config("smoke")
+    with budget.capped(budget.StepBudget(2)):
+        exp._run_mnist("mnist5k", cfg, smoke_ctx)
+    assert set(batches) == {cfg.batch_size // cfg.eot_samples}

@@ -608,7 +608,13 @@ class ObfuscatedGradientsExperiment(Experiment):
 
             return make
 
-        n_eval = budget.items(cfg.n_eval, cfg.batch_size)  # (--max-steps: a few batches)
+        # --max-steps N: a few batches, attacked attack_batch / eot_samples at a time so that one
+        # EOT call holds attack_batch images' activations (a full-scale dry run of this part
+        # held 11 GB with 150 images x 30 draws in one call); without a budget, as configured.
+        atk_batch = cfg.attack_batch
+        if budget.active() is not None:
+            atk_batch = max(1, (cfg.attack_batch or cfg.batch_size) // cfg.eot_samples)
+        n_eval = budget.items(cfg.n_eval, cfg.batch_size)
         x_ev, y_ev = (
             split.x_test[:n_eval].to(ctx.device),
             split.y_test[:n_eval].to(ctx.device),
@@ -624,13 +630,13 @@ class ObfuscatedGradientsExperiment(Experiment):
                     kinds.append(("adaptive", adaptive(name)))
                 for kind, make in kinds:
                     atk = make(model, cfg.eps, cfg.pgd_steps, cfg.pgd_alpha, f"{name}/{kind}")
-                    adv = _perturb(atk, x_ev, y_ev, cfg.attack_batch)
+                    adv = _perturb(atk, x_ev, y_ev, atk_batch)
                     details[kind][name] = accuracy(model, adv, y_ev, device=ctx.device)
                     curve = []
                     for e in cfg.eps_curve:
                         alpha = 2.5 * e / cfg.curve_steps
                         a = make(model, e, cfg.curve_steps, alpha, f"{name}/{e}")
-                        adv_cu = _perturb(a, x_cu, y_cu, cfg.attack_batch)
+                        adv_cu = _perturb(a, x_cu, y_cu, atk_batch)
                         curve.append(accuracy(model, adv_cu, y_cu, device=ctx.device))
                     details["curves"].setdefault(name, {})[kind] = curve
                 if name not in OBFUSCATING:  # nothing masked: the adaptive attack is the naive one
