@@ -608,13 +608,13 @@ class ObfuscatedGradientsExperiment(Experiment):
 
             return make
 
-        # --max-steps N: a few batches, attacked attack_batch / eot_samples at a time so that one
-        # EOT call holds attack_batch images' activations (a full-scale dry run of this part
+        # --max-steps N: N batches of attack_batch / eot_samples images, so that one EOT call
+        # holds attack_batch images' activations (a full-scale dry run of this part
         # held 11 GB with 150 images x 30 draws in one call); without a budget, as configured.
-        atk_batch = cfg.attack_batch
+        atk_batch, n_eval = cfg.attack_batch, cfg.n_eval
         if budget.active() is not None:
             atk_batch = max(1, (cfg.attack_batch or cfg.batch_size) // cfg.eot_samples)
-        n_eval = budget.items(cfg.n_eval, cfg.batch_size)
+            n_eval = budget.items(cfg.n_eval, atk_batch)
         x_ev, y_ev = (
             split.x_test[:n_eval].to(ctx.device),
             split.y_test[:n_eval].to(ctx.device),
