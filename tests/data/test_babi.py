@@ -256,17 +256,8 @@ def test_require_fold_refuses_the_single_fold_layout(tmp_path: Path) -> None:
 
 
 def _write_official_fold(root: Path, k: int, seed: int) -> None:
-    for name, spec in babi.TASKS.items():
-        task = babi.generate_task(name, n_train=4, n_test=2, seed=seed)
-        base = (
-            root / "extra_seq_tasks" / f"fold_{k}" / "noisy_parsed"
-            if spec.sequence_file
-            else root / f"processed_{k}"
-        )
-        for split, graphs in (("train", task.train), ("test", task.test)):
-            (base / split).mkdir(parents=True, exist_ok=True)
-            text = babi.format_graphs(graphs, kind=spec.kind)
-            (base / split / f"{spec.file_id}_graphs.txt").write_text(text)
+    tasks = {n: babi.generate_task(n, n_train=4, n_test=2, seed=seed) for n in babi.TASKS}
+    babi.write_official_fold(root, k, tasks)
 
 
 def test_official_folds_are_the_complete_ones(tmp_path: Path) -> None:

@@ -23,22 +23,7 @@ from paperzoo.data.imagenet import (
     train_transform,
 )
 
-CLASSES = ("n01440764", "n01443537", "n01484850")
-
-
-def write_fixture(root: Path, *, train: int = 2, val: int = 1, size: int = 256) -> Path:
-    """DIR/imagenet/{train,val}/<wnid>/*.JPEG with random images; returns DIR."""
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for split, n in (("train", train), ("val", val)):
-        for c in CLASSES:
-            d = root / "imagenet" / split / c
-            d.mkdir(parents=True)
-            for i in range(n):
-                pixels = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
-                Image.fromarray(pixels).save(d / f"{c}_{i}.JPEG", quality=90)
-    return root
+CLASSES = ("n01440764", "n01443537", "n01484850")  # what conftest's write_imagenet writes
 
 
 def test_layout_is_registered_and_required(tmp_path: Path) -> None:
@@ -53,8 +38,8 @@ def test_layout_is_registered_and_required(tmp_path: Path) -> None:
     layouts.require("imagenet", tmp_path)  # both present: no error
 
 
-def test_listing_labels_classes_in_sorted_order(tmp_path: Path) -> None:
-    root = write_fixture(tmp_path)
+def test_listing_labels_classes_in_sorted_order(tmp_path: Path, write_imagenet) -> None:
+    root = write_imagenet(tmp_path)
     train = scan_image_folder(root / "imagenet" / "train")
     val = scan_image_folder(root / "imagenet" / "val", train.classes)
     assert train.classes == CLASSES and len(train) == 6 and len(val) == 3
@@ -88,8 +73,8 @@ def test_random_resized_crop_stays_inside_with_the_inception_ranges() -> None:
         assert area <= 1.0 and 0.74 * 0.95 <= ratio <= 1.34 / 0.95
 
 
-def test_train_transform_is_a_function_of_its_seed(tmp_path: Path) -> None:
-    root = write_fixture(tmp_path, train=1, val=1)
+def test_train_transform_is_a_function_of_its_seed(tmp_path: Path, write_imagenet) -> None:
+    root = write_imagenet(tmp_path, train=1, val=1)
     img = scan_image_folder(root / "imagenet" / "train").load(0)
     ra = RandAugment(n=2, m=9)
     a = train_transform(img, np.random.default_rng(5), randaugment=ra)
@@ -126,8 +111,8 @@ def test_randaugment_operations_keep_the_size_and_magnitude_zero_is_identity() -
         RandAugment(m=11)
 
 
-def test_train_source_streams_whole_epochs_reproducibly(tmp_path: Path) -> None:
-    root = write_fixture(tmp_path, train=4, val=1)
+def test_train_source_streams_whole_epochs_reproducibly(tmp_path: Path, write_imagenet) -> None:
+    root = write_imagenet(tmp_path, train=4, val=1)
     index = scan_image_folder(root / "imagenet" / "train")
 
     def tf(img, rng):
@@ -149,8 +134,8 @@ def test_train_source_streams_whole_epochs_reproducibly(tmp_path: Path) -> None:
     src.close()
 
 
-def test_iterate_eval_batches_the_first_images(tmp_path: Path) -> None:
-    root = write_fixture(tmp_path, train=1, val=3)
+def test_iterate_eval_batches_the_first_images(tmp_path: Path, write_imagenet) -> None:
+    root = write_imagenet(tmp_path, train=1, val=3)
     val = scan_image_folder(root / "imagenet" / "val")
     batches = list(iterate_eval(val, batch_size=4, workers=2))
     assert [len(y) for _, y in batches] == [4, 4, 1]
@@ -162,8 +147,8 @@ def test_iterate_eval_batches_the_first_images(tmp_path: Path) -> None:
     assert "DIR/imagenet/val/<wnid>/*.JPEG" in LAYOUT
 
 
-def test_subset_draws_across_classes_in_file_order(tmp_path: Path) -> None:
-    root = write_fixture(tmp_path, train=4, val=1)
+def test_subset_draws_across_classes_in_file_order(tmp_path: Path, write_imagenet) -> None:
+    root = write_imagenet(tmp_path, train=4, val=1)
     index = scan_image_folder(root / "imagenet" / "train")
     sub = index.subset(6, seed=1)
     assert len(sub) == 6 and list(sub.paths) == sorted(sub.paths)

@@ -59,20 +59,9 @@ def test_smoke_run_on_the_official_file_layout(tmp_path: Path) -> None:
 
 def _write_fold(root: Path, k: int, *, seed: int, n_test: int) -> dict[str, int]:
     """Fold K of every task in the official layout, from the generator; {task: test questions}."""
-    questions = {}
-    for name, spec in babi.TASKS.items():
-        task = babi.generate_task(name, n_train=30, n_test=n_test, seed=seed)
-        base = (
-            root / "extra_seq_tasks" / f"fold_{k}" / "noisy_parsed"
-            if spec.sequence_file
-            else root / f"processed_{k}"
-        )
-        for split, graphs in (("train", task.train), ("test", task.test)):
-            (base / split).mkdir(parents=True, exist_ok=True)
-            text = babi.format_graphs(graphs, kind=spec.kind)
-            (base / split / f"{spec.file_id}_graphs.txt").write_text(text)
-        questions[name] = sum(len(g.questions) for g in task.test)
-    return questions
+    tasks = {n: babi.generate_task(n, n_train=30, n_test=n_test, seed=seed) for n in babi.TASKS}
+    babi.write_official_fold(root, k, tasks)
+    return {n: sum(len(g.questions) for g in t.test) for n, t in tasks.items()}
 
 
 def test_folds_reads_each_official_fold(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -109,23 +108,6 @@ def test_comparison_with_the_mlp_is_a_reported_check() -> None:
 
 # -- full scale: the paper's ImageNet experiment ---------------------------------------------------
 
-CLASSES = ("n01440764", "n01443537", "n01484850")
-
-
-def write_imagenet(root: Path, *, train: int = 2, val: int = 1, size: int = 256) -> Path:
-    """A tiny ImageNet in the ILSVRC2012 folder layout: random JPEGs in three class folders."""
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for split, n in (("train", train), ("val", val)):
-        for c in CLASSES:
-            d = root / "imagenet" / split / c
-            d.mkdir(parents=True)
-            for i in range(n):
-                pixels = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
-                Image.fromarray(pixels).save(d / f"{c}_{i}.JPEG")
-    return root
-
 
 def test_full_config_is_the_papers_imagenet_experiment() -> None:
     cfg = CONFIGS["full"]
@@ -222,7 +204,7 @@ SHRINK = [
 ]  # fmt: skip
 
 
-def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path) -> None:
+def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path, write_imagenet) -> None:
     root = write_imagenet(tmp_path / "data")
     out = tmp_path / "out"
     argv = ["reproduce", "perceiver", "--scale", "full", "--data-root", str(root)]
@@ -255,7 +237,7 @@ def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path) -> None:
     assert res["estimate_seconds"] > res["wall_seconds"]
 
 
-def test_full_plan_counts_the_images_under_the_data_root(tmp_path: Path) -> None:
+def test_full_plan_counts_the_images_under_the_data_root(tmp_path: Path, write_imagenet) -> None:
     exp = get_experiment("perceiver")
     cfg = CONFIGS["full"]
     nominal = dict(exp.plan(cfg, RunContext(scale="full")))

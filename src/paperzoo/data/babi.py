@@ -35,7 +35,7 @@ import hashlib
 import logging
 import re
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -239,6 +239,23 @@ def format_graphs(graphs: Sequence[SymbolicGraph], *, kind: str) -> str:
             lines.append("? " + " ".join(str(v + 1) for v in nums))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def write_official_fold(root: str | Path, fold: int, tasks: Mapping[str, BabiTask]) -> None:
+    """Write ``tasks`` (name -> task) as fold ``fold`` of the official layout under ``root``
+    (``processed_K/{train,test}/N_graphs.txt``; the sequence tasks under
+    ``extra_seq_tasks/fold_K/noisy_parsed/``): fixtures, or generated folds for ``--data-root``."""
+    for name, task in tasks.items():
+        spec = task_spec(name)
+        base = (
+            Path(root) / "extra_seq_tasks" / f"fold_{fold}" / "noisy_parsed"
+            if spec.sequence_file
+            else Path(root) / f"processed_{fold}"
+        )
+        for split, graphs in (("train", task.train), ("test", task.test)):
+            (base / split).mkdir(parents=True, exist_ok=True)
+            text = format_graphs(graphs, kind=spec.kind)
+            (base / split / f"{spec.file_id}_graphs.txt").write_text(text)
 
 
 def task_sha256(task: BabiTask) -> str:
