@@ -25,8 +25,9 @@ def test_list_json_schema(capsys):
         kinds = {c["kind"] for c in p["claims"]}
         assert kinds <= {"finding", "check"} and "finding" in kinds, p["name"]
         for c in p["claims"]:
-            # a target at every scale the claim is declared at (most: all; some: full only)
-            assert set(c["targets"]) == set(c["scales"]) and "full" in c["scales"], c["id"]
+            # a target at every scale the claim is declared at (most: all; some: full only;
+            # which findings may be absent at full: tests/experiments/test_claims.py)
+            assert set(c["targets"]) == set(c["scales"]), c["id"]
             if c["kind"] == "finding":
                 assert all(t != "reported" for t in c["targets"].values()), c["id"]
 
@@ -115,8 +116,9 @@ def test_seeds_run_as_processes_and_merge_reproduces_the_aggregate(tmp_path, cap
         _without_paths(agg)
     )
     assert main(["summary", str(out), "--html", str(tmp_path / "s.html")]) == 0
-    assert "| resnet | smoke | 0-1 |" in capsys.readouterr().out
-    assert "<table>" in (tmp_path / "s.html").read_text()
+    printed = capsys.readouterr().out
+    assert "`resnet`" in printed and "smoke runs only prove the pipeline" in printed
+    assert "<table" in (tmp_path / "s.html").read_text()
 
 
 def test_merge_rejects_seed_runs_of_other_papers_or_repeated_seeds(tmp_path, capsys):
@@ -168,7 +170,6 @@ def test_every_experiment_with_real_data_declares_the_papers_data():
             assert _reads_files_at_full(name), name
             if exp.paper_data is not None:
                 assert exp.default_dataset("full") == exp.paper_data
-                assert exp.default_dataset("quick") == exp.datasets[0]
 
 
 @pytest.mark.parametrize("name", ["resnet", "wrm", "perceiver", "gat", "obfuscated-gradients",
