@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,51 @@ def _check_graph(edge_index: Tensor, edge_type: Tensor | None, num_types: int) -
         )
     if edge_type is None and num_types != 1:
         raise ValueError(f"edge_type is required with num_edge_types={num_types}")
+
+
+def build_plan(
+    edge_index: Tensor,
+    edge_type: Tensor | None,
+    num_nodes: int,
+    *,
+    num_edge_types: int,
+    tie_directions: bool,
+    transform_first: bool,
+    dtype: torch.dtype,
+) -> PropagationPlan:
+    """The sparse matrices of a graph for a propagation of this layout (see
+    ``GatedGraphPropagation.plan``; ``StackedGatedPropagation.plan`` builds the same for the
+    block-diagonal union of K models' graphs)."""
+    _check_graph(edge_index, edge_type, num_edge_types)
+    k, n = num_edge_types, num_nodes
+    dirs = 1 if tie_directions else 2
+    slots = dirs * k
+    if edge_index.numel() and not 0 <= int(edge_index.min()) <= int(edge_index.max()) < n:
+        raise ValueError(f"edge_index has node ids outside [0, {n})")
+    if edge_type is not None and edge_type.numel():
+        if not 0 <= int(edge_type.min()) <= int(edge_type.max()) < k:
+            raise ValueError(f"edge_type has values outside [0, {k})")
+    src, dst = edge_index[0], edge_index[1]
+    etype = torch.zeros_like(src) if edge_type is None else edge_type
+    # An edge u -> v of type t sends h_u to slot (v, in, t) and h_v to slot (u, out, t).
+    # Tied directions share the slot (node, t).
+    out_off = 0 if tie_directions else k
+    receiver = torch.cat([dst, src])  # (2E,)
+    sender = torch.cat([src, dst])  # (2E,): whose state each message carries
+    slot = torch.cat([etype, etype + out_off])
+    degree = torch.bincount(receiver * slots + slot, minlength=n * slots).to(dtype)
+    if transform_first:  # rows (node, direction), columns (sender, slot) of h W
+        rows, cols = receiver * dirs + slot // k, sender * slots + slot
+        shape = (n * dirs, n * slots)
+    else:  # rows (node, slot), columns sender
+        rows, cols, shape = receiver * slots + slot, sender, (n * slots, n)
+    adj = _csr(rows, cols, shape, dtype)
+    # One tied edge type: adj is the symmetric (N, N) matrix A + A^T, its own transpose.
+    symmetric = tie_directions and k == 1 and not transform_first
+    adj_t = adj if symmetric else _csr(cols, rows, (shape[1], shape[0]), dtype)
+    return PropagationPlan(
+        n, slots, tie_directions, transform_first, adj, adj_t, degree.view(n, slots)
+    )
 
 
 class _GatedSteps(torch.autograd.Function):
@@ -272,35 +318,14 @@ class GatedGraphPropagation(nn.Module):
         on the weights: a plan may be built once per graph and reused for every step of training
         (a GGS-NN also reuses it for each of its outputs).
         """
-        _check_graph(edge_index, edge_type, self.num_edge_types)
-        k, n, slots = self.num_edge_types, num_nodes, self.slots
-        if edge_index.numel() and not 0 <= int(edge_index.min()) <= int(edge_index.max()) < n:
-            raise ValueError(f"edge_index has node ids outside [0, {n})")
-        if edge_type is not None and edge_type.numel():
-            if not 0 <= int(edge_type.min()) <= int(edge_type.max()) < k:
-                raise ValueError(f"edge_type has values outside [0, {k})")
-        src, dst = edge_index[0], edge_index[1]
-        etype = torch.zeros_like(src) if edge_type is None else edge_type
-        # An edge u -> v of type t sends h_u to slot (v, in, t) and h_v to slot (u, out, t).
-        # Tied directions share the slot (node, t).
-        out_off = 0 if self.tie_directions else k
-        receiver = torch.cat([dst, src])  # (2E,)
-        sender = torch.cat([src, dst])  # (2E,): whose state each message carries
-        slot = torch.cat([etype, etype + out_off])
-        dtype = self.weight.dtype
-        degree = torch.bincount(receiver * slots + slot, minlength=n * slots).to(dtype)
-        if self.transform_first:  # rows (node, direction), columns (sender, slot) of h W
-            dirs = self.weight.shape[0]
-            rows, cols = receiver * dirs + slot // k, sender * slots + slot
-            shape = (n * dirs, n * slots)
-        else:  # rows (node, slot), columns sender
-            rows, cols, shape = receiver * slots + slot, sender, (n * slots, n)
-        adj = _csr(rows, cols, shape, dtype)
-        # One tied edge type: adj is the symmetric (N, N) matrix A + A^T, its own transpose.
-        symmetric = self.tie_directions and k == 1 and not self.transform_first
-        adj_t = adj if symmetric else _csr(cols, rows, (shape[1], shape[0]), dtype)
-        return PropagationPlan(
-            n, slots, self.tie_directions, self.transform_first, adj, adj_t, degree.view(n, slots)
+        return build_plan(
+            edge_index,
+            edge_type,
+            num_nodes,
+            num_edge_types=self.num_edge_types,
+            tie_directions=self.tie_directions,
+            transform_first=self.transform_first,
+            dtype=self.weight.dtype,
         )
 
     def _weights(self, plan: PropagationPlan) -> tuple[Tensor | None, Tensor, Tensor]:
@@ -357,6 +382,201 @@ class GatedGraphPropagation(nn.Module):
             f"num_edge_types={self.num_edge_types}, num_steps={self.num_steps}, "
             f"tie_directions={self.tie_directions}, edge_bias={self.bias is not None}"
         )
+
+
+class _StackedGatedSteps(torch.autograd.Function):
+    """``_GatedSteps`` of K independent models at once: every tensor but the plan's matrices has
+    a leading model dimension, the weights are applied with batched products (``bmm``), and the
+    sums over edges, which hold no weights, are one sparse product over the block-diagonal union
+    of the K models' graphs (model k's nodes are rows k*N ... (k+1)*N - 1).
+
+    Inputs: h (K, N, D); const (K, N, 3D); w_pre (K, D, slots*D) or None; w_a (K, Q, 3D);
+    u_zr (K, D, 2D); u_c (K, D, D); the union plan's matrices.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        h: Tensor,
+        const: Tensor,
+        w_pre: Tensor | None,
+        w_a: Tensor,
+        u_zr: Tensor,
+        u_c: Tensor,
+        adj: Tensor,
+        adj_t: Tensor,
+        steps: int,
+    ) -> Tensor:
+        k, n, d = h.shape
+        saved = []
+        for _ in range(steps):
+            m = h if w_pre is None else torch.bmm(h, w_pre)  # (K, N, slots*D) weights first
+            agg = _spmm(adj, m.reshape(-1, d)).view(k, n, -1)  # Eq. 2 sums, (K, N, Q)
+            g = torch.baddbmm(const, agg, w_a)  # lin_a(a), (K, N, 3D)
+            zr = g[..., : 2 * d].add_(torch.bmm(h, u_zr)).sigmoid_()  # Eq. 3, 4
+            cand = g[..., 2 * d :].add_(torch.bmm(zr[..., d:] * h, u_c))  # Eq. 5, then tanh
+            cand.mul_(2).sigmoid_().mul_(2).sub_(1)  # as 2 sigmoid(2x) - 1 (see _GatedSteps)
+            saved += [h, agg, g]
+            h = torch.lerp(h, cand, zr[..., :d])  # Eq. 6: (1 - z) * h + z * h~
+        ctx.save_for_backward(w_pre, w_a, u_zr, u_c, adj_t, *saved)
+        ctx.needs_const = ctx.needs_input_grad[1]
+        return h
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        w_pre, w_a, u_zr, u_c, adj_t, *saved = ctx.saved_tensors
+        d = u_c.shape[-1]
+        gw_pre = None if w_pre is None else torch.zeros_like(w_pre)
+        gw_a, gu_zr, gu_c = torch.zeros_like(w_a), torch.zeros_like(u_zr), torch.zeros_like(u_c)
+        gconst = torch.zeros_like(saved[2]) if ctx.needs_const else None
+        gh = grad.contiguous()
+        w_a_t, u_zr_t, u_c_t = w_a.transpose(1, 2), u_zr.transpose(1, 2), u_c.transpose(1, 2)
+        for i in range(len(saved) // 3 - 1, -1, -1):
+            h, agg, g = saved[3 * i : 3 * i + 3]
+            k, n = h.shape[:2]
+            z, r, cand = g[..., :d], g[..., d : 2 * d], g[..., 2 * d :]
+            dg = torch.empty_like(g)  # d loss / d (pre-activations of z, r, h~)
+            dcand = gh * z
+            dh = gh - dcand  # Eq. 6, through (1 - z) * h
+            torch.ops.aten.sigmoid_backward(gh * (cand - h), z, grad_input=dg[..., :d])  # Eq. 3
+            torch.ops.aten.tanh_backward(dcand, cand, grad_input=dg[..., 2 * d :])  # Eq. 5
+            gu_c.baddbmm_((r * h).transpose(1, 2), dg[..., 2 * d :])
+            drh = torch.bmm(dg[..., 2 * d :], u_c_t)  # d loss / d (r * h)
+            dh.addcmul_(drh, r)
+            torch.ops.aten.sigmoid_backward(drh * h, r, grad_input=dg[..., d : 2 * d])  # Eq. 4
+            gu_zr.baddbmm_(h.transpose(1, 2), dg[..., : 2 * d])
+            dh.baddbmm_(dg[..., : 2 * d], u_zr_t)
+            gw_a.baddbmm_(agg.transpose(1, 2), dg)
+            if gconst is not None:
+                gconst += dg
+            dagg = torch.bmm(dg, w_a_t).view(-1, d)  # Eq. 2: back through the sums
+            if w_pre is None:
+                dh.view(k * n, d).addmm_(adj_t, dagg)
+            else:
+                dm = _spmm(adj_t, dagg).view(k, n, -1)  # (K, N, slots*D)
+                gw_pre.baddbmm_(h.transpose(1, 2), dm)  # type: ignore[union-attr]
+                dh.baddbmm_(dm, w_pre.transpose(1, 2))
+            gh = dh
+        return gh, gconst, gw_pre, gw_a, gu_zr, gu_c, None, None, None
+
+
+class StackedGatedPropagation(nn.Module):
+    """K independent ``GatedGraphPropagation`` modules evaluated as one (stacked weights,
+    batched products), so that training K small models costs about one model's per-operation
+    overhead (the GG-NN's restarts, ``paperzoo.models.ggnn.StackedGatedGraphNet``).
+
+    Every parameter is the K modules' parameter of the same name stacked along a new leading
+    dimension (``lin_a.weight`` becomes ``lin_a_weight``, (K, 3D, Q)), so an element-wise
+    optimiser or gradient clamping on them is K independent ones. The K models' graphs are laid
+    out as one block per model: model k's nodes are rows k*N ... (k+1)*N - 1 of the union, whose
+    sums over edges are one sparse product (``plan``); model k computes what ``modules[k]``
+    computes on its block, up to float round-off.
+
+    Args:
+        modules: the K propagation modules (same sizes, edge types, steps and layout); their
+            current weights are copied (their own initialisations).
+
+    Shapes:
+        x: (K, N, A); plan: of the union graph, K*N nodes -> (K, N, D)
+    """
+
+    def __init__(self, *, modules: Sequence[GatedGraphPropagation]) -> None:
+        super().__init__()
+        if not modules:
+            raise ValueError("modules must not be empty")
+        first = modules[0]
+        for m in modules:
+            if m.extra_repr() != first.extra_repr() or m.transform_first != first.transform_first:
+                raise ValueError("stacked propagation modules must share sizes and layout")
+        self.state_dim = first.state_dim
+        self.annotation_dim = first.annotation_dim
+        self.num_edge_types = first.num_edge_types
+        self.num_steps = first.num_steps
+        self.tie_directions = first.tie_directions
+        self.transform_first = first.transform_first
+
+        def stack(get: Callable[[GatedGraphPropagation], Tensor]) -> nn.Parameter:
+            return nn.Parameter(torch.stack([get(m).detach().clone() for m in modules]))
+
+        self.weight = stack(lambda m: m.weight)  # (K, dirs, types, D, D)
+        self.bias = None if first.bias is None else stack(lambda m: m.bias)  # (K, dirs, types, D)
+        self.lin_a_weight = stack(lambda m: m.lin_a.weight)  # (K, 3D, Q)
+        self.lin_a_bias = stack(lambda m: m.lin_a.bias)  # (K, 3D)
+        self.lin_h_zr_weight = stack(lambda m: m.lin_h_zr.weight)  # (K, 2D, D)
+        self.lin_h_c_weight = stack(lambda m: m.lin_h_c.weight)  # (K, D, D)
+
+    @property
+    def num_models(self) -> int:
+        return self.weight.shape[0]
+
+    @property
+    def slots(self) -> int:
+        return self.weight.shape[1] * self.num_edge_types
+
+    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
+        """The sparse matrices of the union graph (all K blocks, ``num_nodes`` = K*N nodes)."""
+        return build_plan(
+            edge_index,
+            edge_type,
+            num_nodes,
+            num_edge_types=self.num_edge_types,
+            tie_directions=self.tie_directions,
+            transform_first=self.transform_first,
+            dtype=self.weight.dtype,
+        )
+
+    def _weights(self, plan: PropagationPlan, n: int) -> tuple[Tensor | None, Tensor, Tensor]:
+        """``GatedGraphPropagation._weights`` per model: w_pre (K, D, slots*D) or None,
+        w_a (K, Q, 3D) and const (K, N, 3D)."""
+        k, d, slots = self.num_models, self.state_dim, self.slots
+        wa_t = self.lin_a_weight.transpose(1, 2)  # (K, Q, 3D): rows [a_in | a_out]
+        wa_dir = wa_t.reshape(k, -1, d, 3 * d)  # (K, dirs, D, 3D)
+        if self.transform_first:
+            w_pre = self.weight.reshape(k, slots, d, d).permute(0, 2, 1, 3).reshape(k, d, -1)
+            w_a = wa_t
+        else:
+            w_pre = None
+            w_a = (self.weight @ wa_dir.unsqueeze(2)).reshape(k, slots * d, 3 * d)
+        const = self.lin_a_bias.unsqueeze(1).expand(k, n, 3 * d)  # GRU input biases
+        if self.bias is not None:  # degree-weighted message biases, fixed across steps
+            bias_a = (self.bias.unsqueeze(3) @ wa_dir.unsqueeze(2)).reshape(k, slots, 3 * d)
+            const = torch.baddbmm(const, plan.degree.view(k, n, slots), bias_a)  # (K, N, 3D)
+        return w_pre, w_a, const.contiguous()
+
+    def forward(self, x: Tensor, plan: PropagationPlan, *, num_steps: int | None = None) -> Tensor:
+        if x.dim() != 3 or x.shape[0] != self.num_models or x.shape[2] != self.annotation_dim:
+            raise ValueError(
+                f"x must be (K={self.num_models}, N, {self.annotation_dim}), "
+                f"got shape {tuple(x.shape)}"
+            )
+        k, n = x.shape[:2]
+        if (plan.num_nodes, plan.slots, plan.tied) != (k * n, self.slots, self.tie_directions):
+            raise ValueError(
+                f"the plan is for {plan.num_nodes} nodes, {plan.slots} slots, tied={plan.tied}; "
+                f"x has {k} x {n} nodes, this module {self.slots} slots, "
+                f"tied={self.tie_directions}"
+            )
+        steps = self.num_steps if num_steps is None else num_steps
+        h = F.pad(x, (0, self.state_dim - self.annotation_dim))  # Eq. 1, (K, N, D)
+        if steps == 0:
+            return h
+        w_pre, w_a, const = self._weights(plan, n)
+        u_zr, u_c = self.lin_h_zr_weight.transpose(1, 2), self.lin_h_c_weight.transpose(1, 2)
+        out = _StackedGatedSteps.apply(h, const, w_pre, w_a, u_zr, u_c, plan.adj, plan.adj_t, steps)
+        return out  # type: ignore[no-any-return]
+
+    def unstacked(self, index: int, into: GatedGraphPropagation) -> GatedGraphPropagation:
+        """Copy model ``index``'s weights into ``into`` (a module of the same sizes); returns it."""
+        with torch.no_grad():
+            into.weight.copy_(self.weight[index])
+            if self.bias is not None and into.bias is not None:
+                into.bias.copy_(self.bias[index])
+            into.lin_a.weight.copy_(self.lin_a_weight[index])
+            into.lin_a.bias.copy_(self.lin_a_bias[index])
+            into.lin_h_zr.weight.copy_(self.lin_h_zr_weight[index])
+            into.lin_h_c.weight.copy_(self.lin_h_c_weight[index])
+        return into
 
 
 class GatedReadout(nn.Module):
