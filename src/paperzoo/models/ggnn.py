@@ -31,7 +31,14 @@ from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from paperzoo.models.registry import MODELS
-from paperzoo.nn.graph import GatedGraphPropagation, GatedReadout, to_dense_batch
+from paperzoo.nn.graph import (
+    GatedGraphPropagation,
+    GatedReadout,
+    PropagationPlan,
+    StackedGatedPropagation,
+    global_add_pool,
+    to_dense_batch,
+)
 
 Output = Literal["node", "graph"]
 
@@ -446,4 +453,105 @@ class StackedSequenceBaseline(nn.Module):
             into.rnn.bias_hh_l0.copy_(self.b_hh[index])
             into.out.weight.copy_(self.w_out[index].t())
             into.out.bias.copy_(self.b_out[index])
+        return into
+
+
+def _stacked_linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """K linear layers at once. Shapes: x (K, M, in); weight (K, out, in); bias (K, out) ->
+    (K, M, out)."""
+    return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+
+class StackedGatedGraphNet(nn.Module):
+    """K independent ``GatedGraphNet`` s (node selection or graph classification) evaluated as
+    one module, so that training K of them (the restarts of one fold and question type) costs
+    about one model's per-operation overhead.
+
+    The propagation is a ``StackedGatedPropagation`` (message, GRU weights stacked, the sums
+    over edges one sparse product over the block-diagonal union of the K models' graphs); the
+    output head's weights are stacked too (``head`` holds them under the names of the single
+    head's parameters, dots as underscores) and applied with batched products. Every parameter
+    has a leading model dimension, so an element-wise optimiser (Adam) and element-wise gradient
+    clamping on them are K independent ones; model k computes what ``models[k]`` computes on its
+    block of the union, up to float round-off.
+
+    Args:
+        models: the K networks (same output, sizes and layout); their current weights are copied
+            (their own initialisations).
+
+    Shapes:
+        x: (K, N, A), model k's nodes (its graphs batched as usual, N nodes each model);
+        edge_index: (2, E) and edge_type: (E,) of the union (model k's node ids offset by k*N);
+        batch: (K*N,) graph of each node in the union (model k's graphs are k*B ... (k+1)*B - 1)
+        -> (K, N) node scores, or (K, B, num_classes) logits
+    """
+
+    def __init__(self, *, models: list[GatedGraphNet]) -> None:
+        super().__init__()
+        if not models:
+            raise ValueError("models must not be empty")
+        first = models[0]
+        shapes = [(n, p.shape) for n, p in first.named_parameters()]
+        for m in models:
+            if (
+                m.output != first.output
+                or [(n, p.shape) for n, p in m.named_parameters()] != shapes
+            ):
+                raise ValueError("stacked GG-NNs must share output, sizes and layout")
+        self.output = first.output
+        self.propagation = StackedGatedPropagation(modules=[m.propagation for m in models])
+        self.head = nn.ParameterDict(
+            {
+                name.replace(".", "_"): nn.Parameter(
+                    torch.stack([m.head.get_parameter(name).detach().clone() for m in models])
+                )
+                for name, _ in first.head.named_parameters()
+            }
+        )
+
+    @property
+    def num_models(self) -> int:
+        return self.propagation.num_models
+
+    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
+        """The union graph's sparse matrices (``StackedGatedPropagation.plan``), reusable."""
+        return self.propagation.plan(edge_index, edge_type, num_nodes)
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_type: Tensor | None,
+        batch: Tensor,
+        *,
+        num_graphs: int,
+        plan: PropagationPlan | None = None,
+    ) -> Tensor:
+        k, n = x.shape[:2]
+        if plan is None:
+            plan = self.plan(edge_index, edge_type, k * n)
+        h = self.propagation(x, plan)  # (K, N, D)
+        hx = torch.cat([h, x], dim=2)  # (K, N, D + A)
+        p = self.head
+        if self.output == "node":  # g([h, x]) * sigmoid(gate([h, x])), NodeSelectionHead
+            hidden = torch.tanh(_stacked_linear(hx, p["mlp_0_weight"], p["mlp_0_bias"]))
+            score = _stacked_linear(hidden, p["mlp_2_weight"], p["mlp_2_bias"])
+            gate = torch.sigmoid(_stacked_linear(hx, p["gate_weight"], p["gate_bias"]))
+            return (score * gate).squeeze(-1)  # (K, N)
+        # Eq. 7 readout, then the classifier (GraphClassifierHead)
+        act = _stacked_linear(hx, p["readout_lin_weight"], p["readout_lin_bias"])  # (K, N, 2H)
+        out_dim = act.shape[2] // 2
+        gated = torch.sigmoid(act[..., :out_dim]) * torch.tanh(act[..., out_dim:])
+        pooled = global_add_pool(gated.reshape(k * n, out_dim), batch, k * num_graphs)
+        hg = torch.tanh(pooled).view(k, num_graphs, out_dim)  # (K, B, H)
+        hidden = torch.tanh(_stacked_linear(hg, p["classifier_0_weight"], p["classifier_0_bias"]))
+        return _stacked_linear(hidden, p["classifier_2_weight"], p["classifier_2_bias"])
+
+    def unstacked(self, index: int, into: GatedGraphNet) -> GatedGraphNet:
+        """Copy model ``index``'s weights into ``into`` (a ``GatedGraphNet`` of the same sizes)
+        and return it."""
+        self.propagation.unstacked(index, into.propagation)
+        with torch.no_grad():
+            for name, param in into.head.named_parameters():
+                param.copy_(self.head[name.replace(".", "_")][index])
         return into
