@@ -132,6 +132,10 @@ def test_each_model_follows_its_trajectory_alone() -> None:
         losses, evals, best_w = _alone(k, steps, every)
         torch.testing.assert_close(torch.stack(seen)[:, k], torch.tensor(losses))
         assert [h["step"] for h in hist] == [e["step"] for e in evals]
+        # mean_loss: model k's mean loss over the updates since the previous record.
+        bounds = [0] + [h["step"] for h in hist]
+        means = [sum(losses[a:b]) / (b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+        assert [h["mean_loss"][k] for h in hist] == pytest.approx(means, rel=1e-6)
         assert [h["val_loss"][k] for h in hist] == pytest.approx(
             [e["val_loss"] for e in evals], rel=1e-5
         )

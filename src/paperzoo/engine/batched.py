@@ -133,9 +133,14 @@ def fit_batched(
         checkpoint_seconds: wall seconds between checkpoints (default: ``Trainer``'s).
 
     Returns:
-        The log: one record per evaluation, ``{"step", "loss": [K], "val_acc": [K], "val_loss": [K]}``.
+        The log: one record per evaluation, ``{"step", "loss": [K], "mean_loss": [K],
+        "val_acc": [K], "val_loss": [K]}``: ``loss`` the losses of that step (not in the last
+        record), ``mean_loss`` their mean over the steps since the previous record (what
+        ``Trainer`` logs with ``log_every == eval_every``).
     """
     history: list[dict[str, Any]] = []
+    # Sum of the K losses over the steps since the previous record, and their number.
+    window: dict[str, Any] = {"sum": None, "steps": 0}
     start = 0
     ckpt_dir = None if out_dir is None else out_dir / "checkpoints"
     if ckpt_dir is not None and resume and ckpt.latest_step(ckpt_dir) is not None:
@@ -144,6 +149,7 @@ def fit_batched(
         optimizer.load_state_dict(state["optimizer"])
         keeper.load_state_dict(state["keeper"])
         history = json.loads(state["history"])
+        window = state.get("window", window)
         log.info("%s: resumed at step %d", desc, start)
         if state["finished"] and start >= steps:  # (steps may grow: training continues)
             keeper.load_into(model)
@@ -159,6 +165,7 @@ def fit_batched(
             "optimizer": optimizer.state_dict(),
             "keeper": keeper.state_dict(),
             "history": json.dumps(history),
+            "window": window,
             "finished": finished,
         }
         ckpt.save_state(ckpt_dir, step, state)
@@ -177,6 +184,9 @@ def fit_batched(
         rec: dict[str, Any] = {"step": step, "val_acc": list(acc), "val_loss": list(loss)}
         if losses is not None:
             rec["loss"] = losses.tolist()
+        if window["steps"]:
+            rec["mean_loss"] = (window["sum"] / window["steps"]).tolist()
+        window["sum"], window["steps"] = None, 0
         history.append(rec)
 
     b = step_budget.active()
@@ -202,6 +212,9 @@ def fit_batched(
                 step += 1
                 if not torch.isfinite(losses).all():
                     raise FloatingPointError(f"{desc}: non-finite loss at step {step}")
+                done = losses.detach().double()
+                window["sum"] = done if window["sum"] is None else window["sum"].to(done) + done
+                window["steps"] += 1
                 if eval_every and step % eval_every == 0 and step < run_steps:
                     validate(step, losses.detach())
                 if step == start + 1:
