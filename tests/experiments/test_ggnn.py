@@ -6,7 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from paperzoo.cli import main
 from paperzoo.data import babi
@@ -20,7 +22,10 @@ from paperzoo.experiments.ggnn import (
     GGNNExperiment,
     _baseline_updates,
     _gap_claim_id,
+    _split_train,
+    best_of_batched_restarts,
     best_of_restarts,
+    graph_eval,
     sequence_eval,
 )
 from paperzoo.experiments.runner import run_experiment
@@ -239,9 +244,12 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     )
     # The plan covers both folds, the GG-NN and both baselines of every task (the folds'
     # baselines of one task and cell: one batched model).
-    plan = [name for name, _ in exp.plan(cfg, full)]
+    # A GG-NN question type's 16 runs are one batched model of the authors' steps; a GGS-NN's
+    # are counted at their bound, one run after another.
+    plan = dict(exp.plan(cfg, full))
     for fold in (1, 3):
-        assert f"babi15 fold{fold}-q1" in plan
+        assert plan[f"babi15 fold{fold}-q1 (16 runs)"] == OFFICIAL["babi15"].steps
+        assert plan[f"babi19 fold{fold}-q1"] == 16 * OFFICIAL["babi19"].steps
     assert "rnn eulerian folds 1,3" in plan and "lstm babi4 folds 1,3" in plan
     # --folds / --fold choose a subset, marked the same way; a missing fold is refused.
     assert exp._folds(cfg, RunContext(scale="full", data_root=root, folds=(3,))) == [3]
@@ -384,3 +392,79 @@ def test_fold_shards_merge_into_the_whole_run(tmp_path: Path) -> None:
         sum(res["details"]["ggnn"]["babi15"]["test_acc_per_fold"]) / 3
     )
     assert "over 3 official folds (1, 2, 3)" in " ".join(res["notes"])
+
+
+@pytest.mark.parametrize("name", ["babi15", "babi18"])  # node selection, graph classification
+def test_batched_restarts_follow_their_trajectories_alone(tmp_path: Path, name: str) -> None:
+    """A question type's runs trained as one batched model: each run's training losses,
+    validation records, selected parameters, validation score and test accuracy equal those of
+    the run trained alone (``_train_attempt``, ``Trainer``), and the restart rule picks the same
+    run from both."""
+    exp = GGNNExperiment()
+    # 45 updates of the authors' 300 / 400, validation every 10 (and after the last).
+    cfg = dataclasses.replace(exp.config("quick"), step_scale=45 / OFFICIAL[name].steps)
+    ctx = RunContext(scale="quick", out_dir=tmp_path / "out", quiet=True)
+    task = babi.generate_task(name, n_train=60, n_test=20, seed=3)
+    s = exp._setting(name, cfg)
+    tr_g, va_g = _split_train(task.train, 40, 20, 0)
+    tr, va, te = (
+        babi.examples(task, g, annotation_dim=s.annotation_dim, question_type=0)
+        for g in (tr_g, va_g, task.test)
+    )
+    k, key = 3, ("fold0", "q1")
+    runs = exp._train_restarts(name, task, cfg, ctx, tr, va, key, k)
+    hist = [
+        json.loads(line)
+        for line in (ctx.out_dir / "runs" / f"{name}-fold0-q1-x3" / "metrics.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    assert [h["step"] for h in hist] == [10, 20, 30, 40, 45]
+    assert len({score for _, score in runs}) == k  # three runs that differ
+    alone = []
+    for i in range(k):
+        model, score = exp._train_attempt(name, task, cfg, ctx, tr, va, key, i)
+        alone.append((model, score))
+        path = ctx.out_dir / "runs" / f"{name}-fold0-q1-a{i}" / "metrics.jsonl"
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        evals = [r for r in records if "val_loss" in r]
+        losses = [r["loss"] for r in records if "loss" in r]  # means over 10 updates
+        assert [h["mean_loss"][i] for h in hist] == pytest.approx(losses, rel=1e-5)
+        assert [h["val_acc"][i] for h in hist] == [r["val_acc"] for r in evals]
+        assert [h["val_loss"][i] for h in hist] == pytest.approx(
+            [r["val_loss"] for r in evals], rel=1e-5
+        )
+        batched, b_score = runs[i]
+        assert b_score[0] == score[0] and b_score[1] == pytest.approx(score[1], rel=1e-5)
+        for a, c in zip(batched.state_dict().values(), model.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5)
+        assert graph_eval(batched, task.kind, te)[0] == graph_eval(model, task.kind, te)[0]
+    chosen = best_of_batched_restarts(runs)
+    sequential = best_of_restarts(lambda a: alone[a], k)
+    assert [m for m, _ in runs].index(chosen[0]) == [m for m, _ in alone].index(sequential[0])
+    assert len(chosen[1]) == len(sequential[1])
+
+
+def test_batched_selection_equals_best_of_restarts() -> None:
+    """Over all 16 runs trained at once, ``best_of_batched_restarts`` keeps the runs the
+    sequential rule trains (up to the first at 100 %) and selects the run it selects, on score
+    lists with ties, several runs at 100 % and none."""
+    rng = np.random.default_rng(0)
+    cases = [
+        [(0.58, -1.0), (0.72, -0.9), (1.0, -0.2), (1.0, -0.01)],
+        [(0.9, -0.5), (0.9, -0.5)],
+        [(1.0, -0.3)] * 3,
+        [(0.5, -2.0)],
+    ]
+    for _ in range(200):
+        n = int(rng.integers(1, 17))
+        accs = rng.choice([0.5, 0.9, 0.98, 1.0], size=n, p=[0.3, 0.3, 0.25, 0.15])
+        cases.append([(float(a), -float(rng.choice([0.1, 0.2, 0.3]))) for a in accs])
+    for scores in cases:
+        runs = [(f"model{i}", sc) for i, sc in enumerate(scores)]
+        best, kept = best_of_batched_restarts(runs)  # type: ignore[arg-type]
+        train_once, calls = _fake_runs(scores)
+        seq_best, seq_runs = best_of_restarts(train_once, len(scores))  # type: ignore[arg-type]
+        assert best == seq_best and kept == seq_runs and len(kept) == len(calls)
+    with pytest.raises(ValueError):
+        best_of_batched_restarts([])
