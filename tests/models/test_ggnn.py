@@ -15,6 +15,7 @@ from paperzoo.models.ggnn import (
     GatedGraphSequenceNet,
     SequenceBaseline,
     StackedGatedGraphNet,
+    StackedGatedGraphSequenceNet,
     StackedSequenceBaseline,
     node_selection_logits,
 )
@@ -240,7 +241,61 @@ def test_stacked_ggnns_must_match() -> None:
         state_dim=4, annotation_dim=1, num_edge_types=2, output="graph", num_classes=2
     )
     for other in (b, c):
-        with pytest.raises(ValueError, match="share output"):
+        with pytest.raises(ValueError, match="share type, output"):
             StackedGatedGraphNet(models=[a, other])
     with pytest.raises(ValueError, match="empty"):
         StackedGatedGraphNet(models=[])
+
+
+@pytest.mark.parametrize(
+    ("task", "output", "annotation_dim", "share"),
+    [
+        ("shortest-path", "node", 10, True),
+        ("babi19", "graph", 3, True),
+        ("babi19", "graph", 3, False),
+    ],
+)
+def test_stacked_ggsnns_compute_what_each_computes_alone(
+    task: str, output: str, annotation_dim: int, share: bool
+) -> None:
+    """K stacked GGS-NNs: model k's outputs (every step, the annotations re-predicted between
+    them) and gradients are those of GGS-NN k alone; unstacking gives it back."""
+    t = babi.generate_task(task, n_train=12, n_test=0, seed=2)
+    ex = babi.examples(t, t.train, annotation_dim=annotation_dim)
+    k, b, steps = 3, 3, 4
+    classes = t.num_labels + 1 if output == "graph" else None
+
+    def make() -> GatedGraphSequenceNet:
+        return GatedGraphSequenceNet(
+            state_dim=12,
+            annotation_dim=annotation_dim,
+            num_edge_types=t.num_edge_types,
+            output=output,  # type: ignore[arg-type]
+            num_classes=classes,
+            share_propagation=share,
+        )
+
+    models = []
+    for i in range(k):
+        with seeded(10 + i):
+            models.append(make())
+    stacked = StackedGatedGraphSequenceNet(models=models)
+    picks = [ex[i * b : (i + 1) * b] for i in range(k)]
+    union = babi.collate([e for p in picks for e in p])
+    x = union["x"].view(k, -1, annotation_dim)
+    args = (x, union["edge_index"], union["edge_type"], union["batch"])
+    out = stacked(*args, num_outputs=steps, num_graphs=b)
+    assert out.shape == ((k, x.shape[1], steps) if output == "node" else (k, b, steps, classes))
+    out.pow(2).sum().backward()
+    params = dict(stacked.named_parameters())
+    for i, m in enumerate(models):
+        ref = m(*_args(babi.collate(picks[i])), num_outputs=steps, num_graphs=b)
+        torch.testing.assert_close(out[i], ref, rtol=1e-5, atol=1e-6)
+        ref.pow(2).sum().backward()
+        for name, p in m.named_parameters():
+            part, rest = name.split(".", 1)
+            q = params[f"{part}.{rest.replace('.', '_')}"]  # stacked under the same name
+            torch.testing.assert_close(q.grad[i], p.grad, rtol=1e-4, atol=1e-6, msg=name)
+    twin = stacked.unstacked(2, make())
+    for a, c in zip(twin.state_dict().values(), models[2].state_dict().values(), strict=True):
+        assert torch.equal(a, c)

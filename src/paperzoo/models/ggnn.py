@@ -462,6 +462,66 @@ def _stacked_linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
+def _stack_parameters(modules: list[nn.Module]) -> nn.ParameterDict:
+    """Every parameter of ``modules`` (same names and shapes) stacked along a new leading model
+    dimension, under its name with dots as underscores."""
+    return nn.ParameterDict(
+        {
+            name.replace(".", "_"): nn.Parameter(
+                torch.stack([m.get_parameter(name).detach().clone() for m in modules])
+            )
+            for name, _ in modules[0].named_parameters()
+        }
+    )
+
+
+def _unstack_parameters(stacked: nn.ParameterDict, index: int, into: nn.Module) -> None:
+    """Copy model ``index``'s slice of ``stacked`` (``_stack_parameters``) into ``into``."""
+    with torch.no_grad():
+        for name, param in into.named_parameters():
+            param.copy_(stacked[name.replace(".", "_")][index])
+
+
+def _stacked_head(
+    p: nn.ParameterDict, output: Output, hx: Tensor, batch: Tensor, num_graphs: int
+) -> Tensor:
+    """``NodeSelectionHead`` or ``GraphClassifierHead`` of K models (``_stack_parameters`` of
+    the heads) with batched products.
+
+    Shapes:
+        hx: (K, N, D + A); batch: (K*N,) graph of each node in the union -> (K, N) node scores,
+        or (K, B, num_classes) logits
+    """
+    k, n = hx.shape[:2]
+    if output == "node":  # g([h, x]) * sigmoid(gate([h, x]))
+        hidden = torch.tanh(_stacked_linear(hx, p["mlp_0_weight"], p["mlp_0_bias"]))
+        score = _stacked_linear(hidden, p["mlp_2_weight"], p["mlp_2_bias"])
+        gate = torch.sigmoid(_stacked_linear(hx, p["gate_weight"], p["gate_bias"]))
+        return (score * gate).squeeze(-1)  # (K, N)
+    # Eq. 7 readout, then the classifier
+    act = _stacked_linear(hx, p["readout_lin_weight"], p["readout_lin_bias"])  # (K, N, 2H)
+    out_dim = act.shape[2] // 2
+    gated = torch.sigmoid(act[..., :out_dim]) * torch.tanh(act[..., out_dim:])
+    pooled = global_add_pool(gated.reshape(k * n, out_dim), batch, k * num_graphs)
+    hg = torch.tanh(pooled).view(k, num_graphs, out_dim)  # (K, B, H)
+    hidden = torch.tanh(_stacked_linear(hg, p["classifier_0_weight"], p["classifier_0_bias"]))
+    return _stacked_linear(hidden, p["classifier_2_weight"], p["classifier_2_bias"])
+
+
+def _check_stackable(models: list[Any]) -> None:
+    if not models:
+        raise ValueError("models must not be empty")
+    first = models[0]
+    shapes = [(n, p.shape) for n, p in first.named_parameters()]
+    for m in models:
+        if (
+            type(m) is not type(first)
+            or m.output != first.output
+            or [(n, p.shape) for n, p in m.named_parameters()] != shapes
+        ):
+            raise ValueError("stacked GG-NNs must share type, output, sizes and layout")
+
+
 class StackedGatedGraphNet(nn.Module):
     """K independent ``GatedGraphNet`` s (node selection or graph classification) evaluated as
     one module, so that training K of them (the restarts of one fold and question type) costs
@@ -488,26 +548,10 @@ class StackedGatedGraphNet(nn.Module):
 
     def __init__(self, *, models: list[GatedGraphNet]) -> None:
         super().__init__()
-        if not models:
-            raise ValueError("models must not be empty")
-        first = models[0]
-        shapes = [(n, p.shape) for n, p in first.named_parameters()]
-        for m in models:
-            if (
-                m.output != first.output
-                or [(n, p.shape) for n, p in m.named_parameters()] != shapes
-            ):
-                raise ValueError("stacked GG-NNs must share output, sizes and layout")
-        self.output = first.output
+        _check_stackable(models)
+        self.output = models[0].output
         self.propagation = StackedGatedPropagation(modules=[m.propagation for m in models])
-        self.head = nn.ParameterDict(
-            {
-                name.replace(".", "_"): nn.Parameter(
-                    torch.stack([m.head.get_parameter(name).detach().clone() for m in models])
-                )
-                for name, _ in first.head.named_parameters()
-            }
-        )
+        self.head = _stack_parameters([m.head for m in models])
 
     @property
     def num_models(self) -> int:
@@ -532,26 +576,89 @@ class StackedGatedGraphNet(nn.Module):
             plan = self.plan(edge_index, edge_type, k * n)
         h = self.propagation(x, plan)  # (K, N, D)
         hx = torch.cat([h, x], dim=2)  # (K, N, D + A)
-        p = self.head
-        if self.output == "node":  # g([h, x]) * sigmoid(gate([h, x])), NodeSelectionHead
-            hidden = torch.tanh(_stacked_linear(hx, p["mlp_0_weight"], p["mlp_0_bias"]))
-            score = _stacked_linear(hidden, p["mlp_2_weight"], p["mlp_2_bias"])
-            gate = torch.sigmoid(_stacked_linear(hx, p["gate_weight"], p["gate_bias"]))
-            return (score * gate).squeeze(-1)  # (K, N)
-        # Eq. 7 readout, then the classifier (GraphClassifierHead)
-        act = _stacked_linear(hx, p["readout_lin_weight"], p["readout_lin_bias"])  # (K, N, 2H)
-        out_dim = act.shape[2] // 2
-        gated = torch.sigmoid(act[..., :out_dim]) * torch.tanh(act[..., out_dim:])
-        pooled = global_add_pool(gated.reshape(k * n, out_dim), batch, k * num_graphs)
-        hg = torch.tanh(pooled).view(k, num_graphs, out_dim)  # (K, B, H)
-        hidden = torch.tanh(_stacked_linear(hg, p["classifier_0_weight"], p["classifier_0_bias"]))
-        return _stacked_linear(hidden, p["classifier_2_weight"], p["classifier_2_bias"])
+        return _stacked_head(self.head, self.output, hx, batch, num_graphs)  # type: ignore[arg-type]
 
     def unstacked(self, index: int, into: GatedGraphNet) -> GatedGraphNet:
         """Copy model ``index``'s weights into ``into`` (a ``GatedGraphNet`` of the same sizes)
         and return it."""
         self.propagation.unstacked(index, into.propagation)
-        with torch.no_grad():
-            for name, param in into.head.named_parameters():
-                param.copy_(self.head[name.replace(".", "_")][index])
+        _unstack_parameters(self.head, index, into.head)
+        return into
+
+
+class StackedGatedGraphSequenceNet(nn.Module):
+    """K independent ``GatedGraphSequenceNet`` s (GGS-NNs) evaluated as one module, as
+    ``StackedGatedGraphNet``: propagation nets, output and annotation heads stacked, applied with
+    batched products; the sums over edges one sparse product over the union of the K models'
+    graphs, its plan built once for every output. Model k computes what ``models[k]`` computes
+    on its block of the union, up to float round-off.
+
+    Args:
+        models: the K networks (same output, sizes, layout and sharing of the propagation).
+
+    Shapes:
+        as ``StackedGatedGraphNet``, with ``num_outputs`` outputs ->
+        (K, N, num_outputs) node scores, or (K, B, num_outputs, num_classes) logits
+    """
+
+    def __init__(self, *, models: list[GatedGraphSequenceNet]) -> None:
+        super().__init__()
+        _check_stackable(models)
+        self.output = models[0].output
+        self.propagation = StackedGatedPropagation(modules=[m.propagation for m in models])
+        self.annotation_propagation = (
+            None
+            if models[0].annotation_propagation is None
+            else StackedGatedPropagation(
+                modules=[m.annotation_propagation for m in models]  # type: ignore[misc]
+            )
+        )
+        self.head = _stack_parameters([m.head for m in models])
+        self.annotation_head = _stack_parameters([m.annotation_head for m in models])
+
+    @property
+    def num_models(self) -> int:
+        return self.propagation.num_models
+
+    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
+        """The union graph's sparse matrices (``StackedGatedPropagation.plan``), reusable."""
+        return self.propagation.plan(edge_index, edge_type, num_nodes)
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_type: Tensor | None,
+        batch: Tensor,
+        *,
+        num_outputs: int,
+        num_graphs: int,
+        plan: PropagationPlan | None = None,
+    ) -> Tensor:
+        if num_outputs < 1:
+            raise ValueError(f"num_outputs must be >= 1, got {num_outputs}")
+        k, n = x.shape[:2]
+        if plan is None:
+            plan = self.plan(edge_index, edge_type, k * n)
+        p = self.annotation_head
+        outs = []
+        ann = x  # (K, N, A)
+        for step in range(num_outputs):
+            h = self.propagation(ann, plan)  # H_o(k), (K, N, D)
+            hx = torch.cat([h, ann], dim=2)
+            outs.append(_stacked_head(self.head, self.output, hx, batch, num_graphs))  # type: ignore[arg-type]
+            if step + 1 < num_outputs:
+                if self.annotation_propagation is not None:
+                    hx = torch.cat([self.annotation_propagation(ann, plan), ann], dim=2)
+                hidden = torch.tanh(_stacked_linear(hx, p["0_weight"], p["0_bias"]))
+                ann = torch.sigmoid(_stacked_linear(hidden, p["2_weight"], p["2_bias"]))  # X(k+1)
+        return torch.stack(outs, dim=2)  # (K, N, L) or (K, B, L, C)
+
+    def unstacked(self, index: int, into: GatedGraphSequenceNet) -> GatedGraphSequenceNet:
+        """Copy model ``index``'s weights into ``into`` (a GGS-NN of the same sizes); returns it."""
+        self.propagation.unstacked(index, into.propagation)
+        if self.annotation_propagation is not None and into.annotation_propagation is not None:
+            self.annotation_propagation.unstacked(index, into.annotation_propagation)
+        _unstack_parameters(self.head, index, into.head)
+        _unstack_parameters(self.annotation_head, index, into.annotation_head)
         return into
