@@ -244,12 +244,11 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     )
     # The plan covers both folds, the GG-NN and both baselines of every task (the folds'
     # baselines of one task and cell: one batched model).
-    # A GG-NN question type's 16 runs are one batched model of the authors' steps; a GGS-NN's
-    # are counted at their bound, one run after another.
+    # A question type's 16 runs are one batched model of the authors' steps.
     plan = dict(exp.plan(cfg, full))
     for fold in (1, 3):
         assert plan[f"babi15 fold{fold}-q1 (16 runs)"] == OFFICIAL["babi15"].steps
-        assert plan[f"babi19 fold{fold}-q1"] == 16 * OFFICIAL["babi19"].steps
+        assert plan[f"babi19 fold{fold}-q1 (16 runs)"] == OFFICIAL["babi19"].steps
     assert "rnn eulerian folds 1,3" in plan and "lstm babi4 folds 1,3" in plan
     # --folds / --fold choose a subset, marked the same way; a missing fold is refused.
     assert exp._folds(cfg, RunContext(scale="full", data_root=root, folds=(3,))) == [3]
@@ -394,15 +393,22 @@ def test_fold_shards_merge_into_the_whole_run(tmp_path: Path) -> None:
     assert "over 3 official folds (1, 2, 3)" in " ".join(res["notes"])
 
 
-@pytest.mark.parametrize("name", ["babi15", "babi18"])  # node selection, graph classification
-def test_batched_restarts_follow_their_trajectories_alone(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "updates"),
+    # node selection, graph classification, a sequence of labels, a sequence of nodes
+    [("babi15", 45), ("babi18", 45), ("babi19", 35), ("shortest-path", 35)],
+)
+def test_batched_restarts_follow_their_trajectories_alone(
+    tmp_path: Path, name: str, updates: int
+) -> None:
     """A question type's runs trained as one batched model: each run's training losses,
     validation records, selected parameters, validation score and test accuracy equal those of
     the run trained alone (``_train_attempt``, ``Trainer``), and the restart rule picks the same
-    run from both."""
+    run from both. (A few updates: on a sequence task some runs amplify float round-off, e.g.
+    from 1e-8 at update 40 to 0.3 at update 70, batched or not; docs/ggnn.md.)"""
     exp = GGNNExperiment()
-    # 45 updates of the authors' 300 / 400, validation every 10 (and after the last).
-    cfg = dataclasses.replace(exp.config("quick"), step_scale=45 / OFFICIAL[name].steps)
+    # A few of the authors' updates, validation every 10 (and after the last).
+    cfg = dataclasses.replace(exp.config("quick"), step_scale=updates / OFFICIAL[name].steps)
     ctx = RunContext(scale="quick", out_dir=tmp_path / "out", quiet=True)
     task = babi.generate_task(name, n_train=60, n_test=20, seed=3)
     s = exp._setting(name, cfg)
@@ -419,7 +425,7 @@ def test_batched_restarts_follow_their_trajectories_alone(tmp_path: Path, name: 
         .read_text()
         .splitlines()
     ]
-    assert [h["step"] for h in hist] == [10, 20, 30, 40, 45]
+    assert [h["step"] for h in hist] == [*range(10, updates, 10), updates]
     assert len({score for _, score in runs}) == k  # three runs that differ
     alone = []
     for i in range(k):

@@ -36,11 +36,11 @@ Deviations (docs/ggnn.md has the full list and the measurements behind them):
   failed with probability p^3, up to 25 % on an unlucky fold of task 16 and 33 % on the Eulerian
   task: about one failed fold per 4-seed check of 84 fold runs, the knife edge of issue 17.
   ``restarts=16`` makes it p^16 (< 0.1 %); a run that reaches 100 % stops the restarts, so a
-  fold costs 1/(1 - p) runs on average (1.3 on task 15, 1.5 on task 16). The GG-NNs (tasks 4,
-  15, 16, 18) train all their runs at once as one batched model (``_train_restarts``: each run's
-  own initialisation, batch order, Adam state, clamping and selection, the same trajectory as
-  alone up to float round-off) and ``best_of_batched_restarts`` applies the same rule to them;
-  the GGS-NNs restart one run after another.
+  fold costs 1/(1 - p) runs on average (1.3 on task 15, 1.5 on task 16). All ``restarts`` runs
+  of a question type train at once as one batched model (``_train_restarts``: each run's own
+  initialisation, batch order, Adam state, clamping and selection; the same trajectory as alone
+  up to float round-off) and ``best_of_batched_restarts`` applies the rule to them: the runs up
+  to the first at 100 % are the ones reported, the one it selects is the one selected.
 * Eulerian circuits: Adam's step 0.01 instead of the authors' 0.001 (``DEVIATIONS``). Every
   example of this task is the same graph up to relabelling (a 5-cycle and a 4-cycle: the paper's
   2-regular graphs of 5 and 4 nodes can be nothing else), so a fold is one trial, entirely right
@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import logging
 import math
 import time
@@ -81,6 +80,7 @@ from paperzoo.models.ggnn import (
     GatedGraphSequenceNet,
     SequenceBaseline,
     StackedGatedGraphNet,
+    StackedGatedGraphSequenceNet,
     StackedSequenceBaseline,
     node_selection_logits,
 )
@@ -163,10 +163,6 @@ class GGNNConfig:
 
 
 ALL_TASKS = tuple(OFFICIAL)
-# Task kinds whose restarts train as one batched model (StackedGatedGraphNet): the single-output
-# GG-NN. The GGS-NNs (sequence outputs: bAbI 19, shortest path, Eulerian) restart one run after
-# another.
-BATCHED_KINDS = ("node", "graph")
 _QUESTION_TYPES = {"babi4": 4}  # question types of a task (one model each); others have one
 CLAIM_BASELINE_TASKS = ("babi15", "babi16", "babi19")
 _CLAIM_ID = {
@@ -361,7 +357,9 @@ class _EpochBatches:
 def best_of_restarts(
     train_once: Callable[[int], tuple[nn.Module, tuple[float, float]]], max_runs: int
 ) -> tuple[nn.Module, list[tuple[nn.Module, tuple[float, float]]]]:
-    """The restart rule: train runs 0, 1, ... until one reaches 100 % validation accuracy.
+    """The restart rule: train runs 0, 1, ... until one reaches 100 % validation accuracy
+    (one after another; the experiment trains all runs at once and selects with
+    ``best_of_batched_restarts``, which picks what this picks).
 
     Args:
         train_once: ``attempt -> (model, (val accuracy, -val loss))``, one run from its own
@@ -442,22 +440,32 @@ def _graph_logits(model: nn.Module, kind: str, b: dict[str, Tensor]) -> Tensor:
 
 
 def _stacked_graph_logits(
-    model: StackedGatedGraphNet, kind: str, b: dict[str, Tensor], plan: PropagationPlan | None
+    model: StackedGatedGraphNet | StackedGatedGraphSequenceNet,
+    kind: str,
+    b: dict[str, Tensor],
+    plan: PropagationPlan | None,
 ) -> Tensor:
     """``_graph_logits`` of K stacked models, each on its block of the union ``b`` (K blocks of
-    equally many graphs and nodes, collated as one batch): (K, B, 1, classes).
+    equally many graphs and nodes, collated as one batch): (K, B, L, classes). Sequence models
+    make ``b["y"].shape[1]`` outputs, the longest target of the union (a model's later outputs
+    are ``IGNORE`` where its targets are shorter; earlier outputs do not depend on them).
 
     Shapes:
-        b["x"]: (K*N, A); b["y"]: (K*B, L) -> (K, B, 1, C)
+        b["x"]: (K*N, A); b["y"]: (K*B, L) -> (K, B, L, C)
     """
     k = model.num_models
     n_graphs = b["y"].shape[0] // k  # B, graphs per model
     x = b["x"].view(k, -1, b["x"].shape[1])  # (K, N, A)
-    out = model(x, b["edge_index"], b["edge_type"], b["batch"], num_graphs=n_graphs, plan=plan)
-    if kind == "node":  # (K, N) scores; the softmax is over each graph's nodes in the union
-        logp = node_selection_logits(out.reshape(-1), b["batch"], k * n_graphs)  # (K*B, M)
-        return logp.view(k, n_graphs, 1, -1)
-    return F.log_softmax(out, -1).unsqueeze(2)  # graph: (K, B, 1, C)
+    args = (x, b["edge_index"], b["edge_type"], b["batch"])
+    if kind in ("node", "graph"):
+        out = model(*args, num_graphs=n_graphs, plan=plan)  # (K, N) or (K, B, C)
+        out = out.unsqueeze(-1) if kind == "node" else out.unsqueeze(2)  # (K, N, 1), (K, B, 1, C)
+    else:
+        out = model(*args, num_outputs=b["y"].shape[1], num_graphs=n_graphs, plan=plan)
+    if kind in ("node", "node_seq"):  # (K, N, L) scores: softmax over each graph's nodes
+        logp = node_selection_logits(out.flatten(0, 1), b["batch"], k * n_graphs)  # (K*B, L, M)
+        return logp.view(k, n_graphs, *logp.shape[1:])
+    return F.log_softmax(out, -1)  # (K, B, L, C)
 
 
 def _sequence_loss(logp: Tensor, y: Tensor) -> Tensor:
@@ -599,9 +607,6 @@ class GGNNExperiment(Experiment):
     datasets = ("generated",)
     paper_data = babi.FOLDS_LAYOUT  # the official symbolic folds under --data-root
     claims = _claims()
-    not_estimated = (
-        "the GGS-NNs' restarts (bAbI 19, shortest path, Eulerian) are counted at their maximum (a question type stops restarting once a run reaches 100% validation accuracy); the GG-NNs' restarts train at once as one batched model, all of them, and are counted as they run",
-    )
     configs = {
         "smoke": GGNNConfig(
             tasks=ALL_TASKS,
@@ -828,7 +833,8 @@ class GGNNExperiment(Experiment):
         runs: int,
     ) -> list[tuple[nn.Module, tuple[float, float]]]:
         """Runs 0 .. runs-1 under ``key`` (``_train_attempt``) trained as one batched model
-        (``StackedGatedGraphNet``, ``engine.batched.fit_batched``; node and graph outputs).
+        (``StackedGatedGraphNet`` or, for sequence outputs, ``StackedGatedGraphSequenceNet``;
+        ``engine.batched.fit_batched``).
 
         Each run keeps what it has alone: its initialisation (built from the seed
         ``_train_graph_model`` uses, then copied into the stacked weights), its batch order
@@ -850,7 +856,12 @@ class GGNNExperiment(Experiment):
                 models.append(self._make_model(task, s, cfg))
             seed = derive_seed(ctx.seed, name, *run_key, "batches")
             batches.append(_EpochBatches(train, cfg.batch_size, seed))
-        stacked = StackedGatedGraphNet(models=models).to(ctx.device)  # type: ignore[arg-type]
+        stacked: StackedGatedGraphNet | StackedGatedGraphSequenceNet
+        if kind in ("node", "graph"):
+            stacked = StackedGatedGraphNet(models=models)  # type: ignore[arg-type]
+        else:
+            stacked = StackedGatedGraphSequenceNet(models=models)  # type: ignore[arg-type]
+        stacked.to(ctx.device)
 
         def to_device(b: dict[str, Tensor]) -> dict[str, Tensor]:
             return {n: t.to(ctx.device) for n, t in b.items()}
@@ -915,7 +926,8 @@ class GGNNExperiment(Experiment):
         key: tuple[str, ...],
         attempt: int,
     ) -> tuple[nn.Module, tuple[float, float]]:
-        """Run ``attempt`` (its own initialisation and batch order) of the runs under ``key``."""
+        """Run ``attempt`` (its own initialisation and batch order) of the runs under ``key``,
+        alone: the reference ``_train_restarts`` is tested against."""
         return self._train_graph_model(name, task, cfg, ctx, train, val, (*key, f"a{attempt}"))
 
     def _run_graph_model(
@@ -934,20 +946,12 @@ class GGNNExperiment(Experiment):
             va = babi.examples(task, val_g, annotation_dim=s.annotation_dim, question_type=qt)
             best: nn.Module | None = None
             runs: list[tuple[nn.Module, tuple[float, float]]] = []
-            key = (f"fold{fold}", f"q{qt + 1}")
             max_runs = cfg.restarts if va else 1
-            trained = 0
-            if tr and task.kind in BATCHED_KINDS:  # every run at once, then the restart rule
-                trained = max_runs
+            if tr:  # every run at once, then the restart rule (best_of_restarts' selection)
+                key = (f"fold{fold}", f"q{qt + 1}")
                 best, runs = best_of_batched_restarts(
                     self._train_restarts(name, task, cfg, ctx, tr, va, key, max_runs)
                 )
-            elif tr:  # one run after another until one reaches 100 % validation accuracy
-                train_once = functools.partial(
-                    self._train_attempt, name, task, cfg, ctx, tr, va, key
-                )
-                best, runs = best_of_restarts(train_once, max_runs)
-                trained = len(runs)
             with ctx.final_evaluation():  # this question type's models are final
                 te = babi.examples(
                     task, task.test, annotation_dim=s.annotation_dim, question_type=qt
@@ -971,7 +975,7 @@ class GGNNExperiment(Experiment):
                 "n_train": len(tr),
                 "n_test": len(te),
                 "attempts": attempts,  # the runs the restart rule takes (up to the first at 100 %)
-                "runs_trained": trained,  # batched: every run of the bound was trained
+                "runs_trained": max_runs,  # at once: every run of the bound
             }
             right += round(acc * len(te))
             right_first += round(attempts[0]["test_acc"] * len(te))
@@ -1115,10 +1119,6 @@ class GGNNExperiment(Experiment):
         return model, history.records
 
     # -- run -------------------------------------------------------------------------------
-    # The GGS-NNs' question types stop restarting once a run reaches 100 % (the GG-NNs' runs
-    # train at once, all of them: their steps are exact).
-    plan_upper_bound = True
-
     def plan(self, cfg: GGNNConfig, ctx: RunContext) -> list[tuple[str, int]]:
         tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=str)
         if not set(tasks) <= set(ALL_TASKS):
@@ -1130,14 +1130,11 @@ class GGNNExperiment(Experiment):
         all_folds, folds = self._folds(cfg, ctx), self._shard_folds(cfg, ctx)
         for name in tasks:
             steps = max(1, math.ceil(self._setting(name, cfg).steps * cfg.step_scale))
-            batched = babi.TASKS[name].kind in BATCHED_KINDS
             for fold in folds:
                 if name in cfg.tasks and (official or all_folds.index(fold) < cfg.seeds):
                     qtypes = range(1, _QUESTION_TYPES.get(name, 1) + 1)
-                    if batched:  # the runs of a question type: one batched model
-                        out += [(f"{name} fold{fold}-q{q} ({runs} runs)", steps) for q in qtypes]
-                    else:  # up to ``runs`` runs, one after another
-                        out += [(f"{name} fold{fold}-q{q}", runs * steps) for q in qtypes]
+                    # The runs of a question type: one batched model.
+                    out += [(f"{name} fold{fold}-q{q} ({runs} runs)", steps) for q in qtypes]
             group = [f for f in folds if all_folds.index(f) < cfg.baseline_seeds]
             if name in cfg.baseline_tasks and group:  # one batched model per cell, all folds
                 out += [
@@ -1365,10 +1362,10 @@ class GGNNExperiment(Experiment):
         notes.append(
             f"Runs whose best validation accuracy stayed below 100% were repeated from a new "
             f"initialisation (up to {cfg.restarts} runs per fold and question type; the run with "
-            "the best validation accuracy is kept). Selection uses validation data only. The "
-            "GG-NNs' runs of a question type train at once as one batched model, all of them; "
-            "the rule keeps the runs up to the first at 100% (the runs counted above) and selects "
-            "what it selects running them one after another."
+            "the best validation accuracy is kept). Selection uses validation data only. All "
+            "runs of a question type train at once as one batched model; the rule keeps the runs "
+            "up to the first at 100% (the runs counted above) and selects what it selects "
+            "running them one after another."
         )
         for t, s in cfg.overrides.items():
             if t in ggnn and s != OFFICIAL[t]:
