@@ -21,7 +21,9 @@ from paperzoo.experiments.ggnn import (
     OFFICIAL,
     GGNNExperiment,
     _baseline_updates,
+    _EpochBatches,
     _gap_claim_id,
+    _GraphBank,
     _split_train,
     best_of_batched_restarts,
     best_of_restarts,
@@ -474,3 +476,36 @@ def test_batched_selection_equals_best_of_restarts() -> None:
         assert best == seq_best and kept == seq_runs and len(kept) == len(calls)
     with pytest.raises(ValueError):
         best_of_batched_restarts([])
+
+
+@pytest.mark.parametrize("name", ["babi4", "babi18", "babi19", "shortest-path"])
+def test_graph_bank_batches_are_collated_batches(name: str) -> None:
+    """A step's union of the runs' minibatches, gathered by index arithmetic, is exactly
+    ``babi.collate`` of those examples (repeats, graphs without edges, ragged targets)."""
+    task = babi.generate_task(name, n_train=12, n_test=0, seed=5)
+    items = babi.examples(task, task.train, annotation_dim=10 if "-" in name else 3)
+    items[1] = dataclasses.replace(
+        items[1], edge_index=items[1].edge_index[:, :0], edge_type=items[1].edge_type[:0]
+    )
+    bank = _GraphBank(items)
+    g = torch.Generator().manual_seed(0)
+    for idx in (
+        torch.randint(len(items), (23,), generator=g),
+        torch.tensor([1]),
+        torch.tensor([3, 3]),
+    ):
+        got, want = bank.batch(idx), babi.collate([items[i] for i in idx.tolist()])
+        assert got.keys() == want.keys()
+        for k, v in want.items():
+            assert got[k].dtype == v.dtype and torch.equal(got[k], v), k
+    assert _GraphBank.fits(items) and not _GraphBank.fits([])
+
+
+def test_epoch_batches_walk_through_shuffled_epochs() -> None:
+    """Batch ``step`` holds positions step*B ... step*B + B - 1 of the concatenated epochs'
+    permutations (also when a batch spans epochs, or more than one)."""
+    for n, bs in ((7, 3), (4, 10)):
+        batches = _EpochBatches([None] * n, bs, seed=9)  # type: ignore[list-item]
+        perms = torch.cat([batches._perm(e) for e in range(30)])
+        for step in (0, 1, 2, 5, 6):
+            assert batches.indices(step).tolist() == perms[step * bs : (step + 1) * bs].tolist()

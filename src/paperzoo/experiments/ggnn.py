@@ -341,17 +341,61 @@ class _EpochBatches:
             self._perms[epoch] = torch.randperm(len(self.items), generator=g)
         return self._perms[epoch]
 
-    def picked(self, step: int) -> list[babi.GraphExample]:
-        """The examples of batch ``step``."""
+    def indices(self, step: int) -> Tensor:
+        """(B,) the positions in ``items`` of batch ``step``'s examples."""
         n, start = len(self.items), step * self.batch_size
-        picked = []
-        for pos in range(start, start + self.batch_size):
-            epoch, i = divmod(pos, n)
-            picked.append(self.items[int(self._perm(epoch)[i])])
-        return picked
+        first, last = start // n, (start + self.batch_size - 1) // n  # the epochs it spans
+        perms = torch.cat([self._perm(e) for e in range(first, last + 1)])
+        return perms[start - first * n : start - first * n + self.batch_size]
 
     def __call__(self, step: int, generator: torch.Generator) -> dict[str, Tensor]:
-        return babi.collate(self.picked(step))
+        return babi.collate([self.items[i] for i in self.indices(step).tolist()])
+
+
+class _GraphBank:
+    """Examples with equally many nodes (every graph of a bAbI task), stacked once, so that a
+    batch of them is gathered by index arithmetic instead of collated in Python: ``batch(idx)``
+    is ``babi.collate([items[i] for i in idx])``. The K runs' minibatches of a step are one such
+    batch (model k's graphs the k-th block of the union).
+    """
+
+    def __init__(self, items: list[babi.GraphExample]) -> None:
+        sizes = {ex.x.shape[0] for ex in items}
+        if len(sizes) != 1:
+            raise ValueError(f"a graph bank needs equally many nodes per example, got {sizes}")
+        (self.nodes,) = sizes
+        self.x = torch.stack([ex.x for ex in items])  # (M, n, A)
+        counts = torch.tensor([ex.edge_index.shape[1] for ex in items])  # (M,) edges
+        self.edge_count, self.edge_start = counts, torch.cumsum(counts, 0) - counts
+        self.edge_index = torch.cat([ex.edge_index for ex in items], 1)  # (2, E) local ids
+        self.edge_type = torch.cat([ex.edge_type for ex in items])  # (E,)
+        self.y_len = torch.tensor([ex.y.numel() for ex in items])  # (M,)
+        self.y = torch.full((len(items), int(self.y_len.max())), babi.IGNORE, dtype=torch.long)
+        for i, ex in enumerate(items):
+            self.y[i, : ex.y.numel()] = ex.y
+
+    @staticmethod
+    def fits(items: list[babi.GraphExample]) -> bool:
+        return bool(items) and len({ex.x.shape[0] for ex in items}) == 1
+
+    def batch(self, idx: Tensor) -> dict[str, Tensor]:
+        """``babi.collate`` of the examples at ``idx`` (B,): x (B*n, A), edge_index (2, E) with
+        node ids offset per graph, edge_type (E,), batch (B*n,), y (B, L), num_nodes (B,)."""
+        b, n = len(idx), self.nodes
+        counts = self.edge_count[idx]  # (B,) edges of each picked graph
+        first = torch.cumsum(counts, 0) - counts  # where each graph's edges go in the batch
+        # The picked graphs' edge ids in the bank: edge_start[g] + 0 .. counts[g] - 1.
+        edges = torch.repeat_interleave(self.edge_start[idx] - first, counts)
+        edges += torch.arange(len(edges))
+        shift = torch.repeat_interleave(torch.arange(b) * n, counts)  # node id offsets
+        return {
+            "x": self.x[idx].reshape(b * n, -1),
+            "edge_index": self.edge_index[:, edges] + shift,
+            "edge_type": self.edge_type[edges],
+            "batch": torch.arange(b).repeat_interleave(n),
+            "y": self.y[idx, : int(self.y_len[idx].max())],
+            "num_nodes": torch.full((b,), n, dtype=torch.long),
+        }
 
 
 def best_of_restarts(
@@ -842,7 +886,7 @@ class GGNNExperiment(Experiment):
         stacked tensors; the loss is the sum of the runs' losses) and its validation-based
         selection (``BatchedKeeper``: best accuracy, ties by lower loss, the earlier of equals).
         Its trajectory equals ``_train_attempt``'s up to float round-off. Every step collates the
-        runs' minibatches as one batch, model k's graphs the k-th block.
+        runs' minibatches as one batch (``_GraphBank``), model k's graphs the k-th block.
 
         Returns:
             ``[(model, (val accuracy, -val loss))]`` per run, in order, as ``_train_attempt``.
@@ -866,8 +910,12 @@ class GGNNExperiment(Experiment):
         def to_device(b: dict[str, Tensor]) -> dict[str, Tensor]:
             return {n: t.to(ctx.device) for n, t in b.items()}
 
+        bank = _GraphBank(train) if _GraphBank.fits(train) else None
+
         def loss_fn(m: nn.Module, step: int) -> Tensor:
-            b = to_device(babi.collate([ex for bt in batches for ex in bt.picked(step)]))
+            idx = torch.cat([bt.indices(step) for bt in batches])  # (K*B,): run k's, k-th block
+            union = bank.batch(idx) if bank else babi.collate([train[i] for i in idx.tolist()])
+            b = to_device(union)
             logp = _stacked_graph_logits(m, kind, b, None)  # type: ignore[arg-type]
             y = b["y"].view(runs, -1, b["y"].shape[1])  # (K, B, L)
             return _stacked_sequence_loss(logp, y, torch.ones_like(y[..., 0], dtype=torch.bool))
