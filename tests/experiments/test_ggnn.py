@@ -26,6 +26,7 @@ from paperzoo.experiments.ggnn import (
     _GraphBank,
     _split_train,
     best_of_batched_restarts,
+    best_of_restart_waves,
     best_of_restarts,
     graph_eval,
     sequence_eval,
@@ -249,8 +250,11 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     # A question type's 16 runs are one batched model of the authors' steps.
     plan = dict(exp.plan(cfg, full))
     for fold in (1, 3):
-        assert plan[f"babi15 fold{fold}-q1 (16 runs)"] == OFFICIAL["babi15"].steps
-        assert plan[f"babi19 fold{fold}-q1 (16 runs)"] == OFFICIAL["babi19"].steps
+        assert plan[f"babi15 fold{fold}-q1 (16 runs at once)"] == OFFICIAL["babi15"].steps
+        assert plan[f"babi19 fold{fold}-q1 (16 runs at once)"] == OFFICIAL["babi19"].steps
+    # Quick: one run at a time, up to 16 (an upper bound).
+    quick = dict(exp.plan(exp.config("quick"), RunContext(scale="quick")))
+    assert quick["babi16 fold0-q1 (up to 16 waves of 1 runs)"] == 16 * OFFICIAL["babi16"].steps
     assert "rnn eulerian folds 1,3" in plan and "lstm babi4 folds 1,3" in plan
     # --folds / --fold choose a subset, marked the same way; a missing fold is refused.
     assert exp._folds(cfg, RunContext(scale="full", data_root=root, folds=(3,))) == [3]
@@ -420,10 +424,10 @@ def test_batched_restarts_follow_their_trajectories_alone(
         for g in (tr_g, va_g, task.test)
     )
     k, key = 3, ("fold0", "q1")
-    runs = exp._train_restarts(name, task, cfg, ctx, tr, va, key, k)
+    runs = exp._train_restarts(name, task, cfg, ctx, tr, va, key, range(k))
     hist = [
         json.loads(line)
-        for line in (ctx.out_dir / "runs" / f"{name}-fold0-q1-x3" / "metrics.jsonl")
+        for line in (ctx.out_dir / "runs" / f"{name}-fold0-q1-a0-2" / "metrics.jsonl")
         .read_text()
         .splitlines()
     ]
@@ -474,8 +478,22 @@ def test_batched_selection_equals_best_of_restarts() -> None:
         train_once, calls = _fake_runs(scores)
         seq_best, seq_runs = best_of_restarts(train_once, len(scores))  # type: ignore[arg-type]
         assert best == seq_best and kept == seq_runs and len(kept) == len(calls)
+        # Waves of runs trained at once: the same selection, whole waves trained.
+        for wave in (1, 3, 16):
+            waves: list[range] = []
+
+            def train_wave(attempts: range, waves=waves, runs=runs) -> list:  # type: ignore[no-untyped-def]
+                waves.append(attempts)
+                return [runs[a] for a in attempts]
+
+            w_best, w_kept, trained = best_of_restart_waves(train_wave, len(scores), wave)  # type: ignore[arg-type]
+            assert w_best == seq_best and w_kept == seq_runs
+            assert [a for r in waves for a in r] == list(range(trained))
+            assert trained == min(len(scores), -(-len(calls) // wave) * wave)
     with pytest.raises(ValueError):
         best_of_batched_restarts([])
+    with pytest.raises(ValueError):
+        best_of_restart_waves(lambda a: [], 4, 0)
 
 
 @pytest.mark.parametrize("name", ["babi4", "babi18", "babi19", "shortest-path"])
