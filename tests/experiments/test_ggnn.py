@@ -527,3 +527,17 @@ def test_epoch_batches_walk_through_shuffled_epochs() -> None:
         perms = torch.cat([batches._perm(e) for e in range(30)])
         for step in (0, 1, 2, 5, 6):
             assert batches.indices(step).tolist() == perms[step * bs : (step + 1) * bs].tolist()
+
+
+def test_a_restart_batch_below_one_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "ggnn", "--scale", "smoke", "--set", "restart_batch=0", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--threads", "1"]) == 2
+    assert "restart_batch must be >= 1" in capsys.readouterr().err
+    assert (
+        GGNNExperiment().plan(  # the plan leaves the error to the run
+            dataclasses.replace(GGNNExperiment().config("smoke"), restart_batch=0), RunContext()
+        )
+        == []
+    )

@@ -1213,8 +1213,8 @@ class GGNNExperiment(Experiment):
 
     def plan(self, cfg: GGNNConfig, ctx: RunContext) -> list[tuple[str, int]]:
         tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=str)
-        if not set(tasks) <= set(ALL_TASKS):
-            return []  # run() says which task is unknown
+        if not set(tasks) <= set(ALL_TASKS) or cfg.restarts < 1 or cfg.restart_batch < 1:
+            return []  # run() says which task or setting is wrong
         tasks.sort(key=ALL_TASKS.index)
         runs = cfg.restarts if cfg.n_val > 0 else 1
         official = self._official(ctx)
@@ -1258,6 +1258,10 @@ class GGNNExperiment(Experiment):
         unknown = sorted((set(cfg.tasks) | set(cfg.baseline_tasks)) - set(ALL_TASKS))
         if unknown:
             raise ValueError(f"unknown GG-NN task(s) {unknown}; known: {', '.join(ALL_TASKS)}")
+        if cfg.restarts < 1 or cfg.restart_batch < 1:
+            raise ValueError(
+                f"restarts and restart_batch must be >= 1, got {cfg.restarts} and {cfg.restart_batch}"
+            )
         tasks = sorted(set(cfg.tasks) | set(cfg.baseline_tasks), key=ALL_TASKS.index)
         self._check_folds(tasks, all_folds, ctx)
         if not folds:

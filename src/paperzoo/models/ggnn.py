@@ -13,6 +13,9 @@
   output: an extra node (node outputs) or an extra class (graph outputs).
 * ``SequenceBaseline``: an RNN or LSTM over the token sequence of a serialized graph (Sec. 5.1's
   baselines); after the question it is fed GO tokens, one per further output.
+* ``StackedGatedGraphNet``, ``StackedGatedGraphSequenceNet``, ``StackedSequenceBaseline``: K
+  independent models of one kind evaluated as one module (weights stacked along a leading model
+  dimension, batched products), to train K of them (restarts, folds) at about one's overhead.
 
 Output heads follow the authors' Lua code (github.com/yujiali/ggnn): node scores are
 g([h, x]) * sigmoid(gate([h, x])) with g a one-hidden-layer tanh MLP; the graph classifier puts a
