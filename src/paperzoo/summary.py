@@ -119,8 +119,9 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     "coordconv": (
         NotRun(
             ("cpu",),
-            "Not-so-Clevr is generated; about 7 h at one thread before issue 30's speed-ups; "
-            "not run yet.",
+            "Not-so-Clevr is generated; the authors' schedules estimate at 2.8 h at one thread "
+            "on a loaded machine (`--max-steps 3`; the deconv baselines' 140,000 steps are about "
+            "2 h of it); not run yet.",
         ),
     ),
     "obfuscated-gradients": (
