@@ -148,11 +148,12 @@ def test_merge_rejects_seed_runs_of_other_papers_or_repeated_seeds(tmp_path, cap
         assert not (tmp_path / "m").exists()
     (b / "results.json").write_text(json.dumps(dict(d, seeds=[1], seed=1)))
     assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 0
-    # generated data are drawn from each seed (GG-NN's quick folds): digests differ by design,
-    # while another size is still other data
+    # generated data are drawn from each seed (GG-NN's quick folds): digests and test sizes
+    # differ by design, while another training size is still other data
     gen = dict(d["data"][0], source="generated", sha256="1" * 64)
     (a / "results.json").write_text(json.dumps(dict(d, data=[gen])))
-    for other, code in ((dict(gen, sha256="2" * 64), 0), (dict(gen, n_train=1), 2)):
+    drawn = dict(gen, sha256="2" * 64, n_test=gen["n_test"] + 1)
+    for other, code in ((drawn, 0), (dict(gen, n_train=1), 2)):
         (b / "results.json").write_text(json.dumps(dict(d, seeds=[1], seed=1, data=[other])))
         assert main(["merge", str(a), str(b), "--out", str(tmp_path / f"g{code}")]) == code
 
