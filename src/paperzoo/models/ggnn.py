@@ -525,7 +525,21 @@ def _check_stackable(models: list[Any]) -> None:
             raise ValueError("stacked GG-NNs must share type, output, sizes and layout")
 
 
-class StackedGatedGraphNet(nn.Module):
+class _StackedGraphModel(nn.Module):
+    """What the stacked GG-NN and GGS-NN share: K, and the union graph's plan."""
+
+    propagation: StackedGatedPropagation
+
+    @property
+    def num_models(self) -> int:
+        return self.propagation.num_models
+
+    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
+        """The union graph's sparse matrices (``StackedGatedPropagation.plan``), reusable."""
+        return self.propagation.plan(edge_index, edge_type, num_nodes)
+
+
+class StackedGatedGraphNet(_StackedGraphModel):
     """K independent ``GatedGraphNet`` s (node selection or graph classification) evaluated as
     one module, so that training K of them (the restarts of one fold and question type) costs
     about one model's per-operation overhead.
@@ -556,14 +570,6 @@ class StackedGatedGraphNet(nn.Module):
         self.propagation = StackedGatedPropagation(modules=[m.propagation for m in models])
         self.head = _stack_parameters([m.head for m in models])
 
-    @property
-    def num_models(self) -> int:
-        return self.propagation.num_models
-
-    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
-        """The union graph's sparse matrices (``StackedGatedPropagation.plan``), reusable."""
-        return self.propagation.plan(edge_index, edge_type, num_nodes)
-
     def forward(
         self,
         x: Tensor,
@@ -589,7 +595,7 @@ class StackedGatedGraphNet(nn.Module):
         return into
 
 
-class StackedGatedGraphSequenceNet(nn.Module):
+class StackedGatedGraphSequenceNet(_StackedGraphModel):
     """K independent ``GatedGraphSequenceNet`` s (GGS-NNs) evaluated as one module, as
     ``StackedGatedGraphNet``: propagation nets, output and annotation heads stacked, applied with
     batched products; the sums over edges one sparse product over the union of the K models'
@@ -618,14 +624,6 @@ class StackedGatedGraphSequenceNet(nn.Module):
         )
         self.head = _stack_parameters([m.head for m in models])
         self.annotation_head = _stack_parameters([m.annotation_head for m in models])
-
-    @property
-    def num_models(self) -> int:
-        return self.propagation.num_models
-
-    def plan(self, edge_index: Tensor, edge_type: Tensor | None, num_nodes: int) -> PropagationPlan:
-        """The union graph's sparse matrices (``StackedGatedPropagation.plan``), reusable."""
-        return self.propagation.plan(edge_index, edge_type, num_nodes)
 
     def forward(
         self,
