@@ -53,7 +53,7 @@ PAPER_ORDER = (
     "gat",
 )
 
-_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU, to be run (issue 30)"}
+_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU (see its docs)"}
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ class NotRun:
 
     Args:
         needs: what stands in the way: ``"data"`` (the paper's data set is not reachable from
-            this project's machines), ``"gpu"`` (too long for a CPU), ``"cpu"`` (fits a CPU,
-            not run yet).
+            this project's machines), ``"gpu"`` (too long for a CPU), ``"cpu"`` (fits a CPU:
+            its run is committed under results/, shown when not given to the summary).
         why: one sentence a reader can check.
         part: the part of the paper this covers (``--part``); None for the whole paper.
         data: the data set's short name, for the label ("needs CIFAR-10 and a GPU").
@@ -99,14 +99,15 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     "ggnn": (
         NotRun(
             ("cpu",),
-            "the ten official symbolic bAbI folds fit two CPU cores (issue 30: about 1.4 h per "
-            "fold before its speed-ups); not run yet.",
+            "the ten official symbolic bAbI folds fit two CPU cores: two one-thread shards of "
+            "about 44 minutes each (committed as results/ggnn-full; docs/ggnn.md).",
         ),
     ),
     "wrm": (
         NotRun(
             ("cpu",),
-            "the 2-D spheres are generated; about 13 CPU-minutes (issue 30); not run yet.",
+            "the 2-D spheres are generated; about 100 s per seed at one thread (committed as "
+            "results/wrm-full-spheres; docs/wrm.md).",
             part="spheres",
         ),
         NotRun(
@@ -119,9 +120,8 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     "coordconv": (
         NotRun(
             ("cpu",),
-            "Not-so-Clevr is generated; the authors' schedules estimate at 2.8 h at one thread "
-            "on a loaded machine (`--max-steps 3`; the deconv baselines' 140,000 steps are about "
-            "2 h of it); not run yet.",
+            "Not-so-Clevr is generated; the authors' schedules estimate at 65 minutes at two "
+            "threads (`--max-steps 5`; committed as results/coordconv-full; docs/coordconv.md).",
         ),
     ),
     "obfuscated-gradients": (

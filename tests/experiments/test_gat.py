@@ -116,3 +116,30 @@ def test_dry_run_cuts_the_evaluation_to_the_step_budget(smoke_ctx):
     with budget.capped(budget.StepBudget(2)):
         out = exp.run(cfg, smoke_ctx)
     assert out.details["n_test"] == 2 * cfg.batch_size
+
+
+def test_a_selection_run_trains_only_the_named_models_on_validation_images(tmp_path):
+    # The validation-seed decision of c_g (docs/gat.md): GAT and FGSM-AT alone, evaluated on
+    # images held out of the training set; the comparisons with untrained models not measured.
+    from dataclasses import replace
+
+    from paperzoo.experiments import RunContext
+    from paperzoo.experiments.gat import GATExperiment
+
+    ctx = RunContext(scale="smoke", seed=100, out_dir=tmp_path / "out", quiet=True, guard_test=True)
+    overrides = {"n_val": "24", "models": '["gat", "fgsm_at"]', "gat.c_g": "0"}
+    result = run_experiment("gat", ctx, overrides)
+    by_id = {c.id: c.measured for c in result.claims}
+    assert by_id["fgsm.gat_vs_fgsm_at.acc"] is not None and by_id["gen.linf"] is not None
+    assert by_id["fgsm.eps0.1.gat_vs_plain.acc"] is None
+    assert by_id["clean.gat_vs_dropout.acc"] is None
+    d = json.loads((ctx.out_dir / "results.json").read_text())
+    assert d["details"]["evaluated_on"] == "validation"
+    assert d["details"]["n_test"] == 24  # the held-out images, below the smoke test cap of 32
+    assert set(d["details"]["accuracy"]) == {"gat", "fgsm_at"}
+    assert sorted(p.name for p in (ctx.out_dir / "runs").iterdir()) == ["fgsm_at", "gat"]
+    quick = GATExperiment.configs["quick"]
+    with pytest.raises(ValueError, match="models must be among"):
+        replace(quick, models=("gan",))
+    with pytest.raises(ValueError, match="n_val must be"):
+        replace(quick, n_val=0)

@@ -43,6 +43,7 @@ training-size batches of test images only (``paperzoo.engine.budget.items``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,7 @@ from paperzoo.adversarial.gat import GATConfig, GenerativeAdversarialTrainer, Pe
 from paperzoo.adversarial.training import adversarial_loss_fn
 from paperzoo.data import layouts
 from paperzoo.data.base import Split, load_dataset
+from paperzoo.data.splits import validation_split
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.classification import accuracy, predict
@@ -88,6 +90,18 @@ class GATExperimentConfig:
     # engine option: the classifiers train in channels-last memory format (1.4-1.5x faster steps
     # on CPU at quick, 1.2-1.3x at full, outputs equal to 5e-7: bench conv_layout)
     channels_last: bool = True
+    # Selection runs (validation seeds 100-103): hold out n_val training images (stratified) and
+    # evaluate on them instead of the test images, which are then never read; None: the test set.
+    n_val: int | None = None
+    models: tuple[str, ...] | None = None  # train only these of MODELS (None: all five)
+
+    def __post_init__(self) -> None:
+        if self.models is not None:
+            unknown = sorted(set(self.models) - set(MODELS))
+            if unknown or not self.models:
+                raise ValueError(f"models must be among {', '.join(MODELS)}, got {unknown}")
+        if self.n_val is not None and self.n_val < 1:
+            raise ValueError(f"n_val must be >= 1, got {self.n_val}")
 
 
 # Findings: the paper's orderings (it reports CIFAR-10/100 tables; PAPERS.md records no number
@@ -141,6 +155,33 @@ def _generator_stats(history: History, steps: int) -> dict[str, float]:
     mean = lambda k: sum(float(r[k]) for r in recs) / len(recs)  # noqa: E731
     return {"gen_linf": mean("gen_linf"), "gen_l2": mean("gen_l2"),
             "fooling_rate": 1.0 - mean("adv_acc")}  # fmt: skip
+
+
+def _measured(acc: dict[str, dict[str, float]], eps: tuple[float, ...]) -> dict[str, Any]:
+    """The claims read from the accuracies ``acc[model][metric]``; None where a model they
+    compare was not trained (a selection run's ``models``) or an eps was not evaluated."""
+
+    def diff(a: str, b: str, metric: str) -> float | None:
+        if a not in acc or b not in acc or metric not in acc[a] or metric not in acc[b]:
+            return None
+        return acc[a][metric] - acc[b][metric]
+
+    def mean_diff(a: str, b: str, attack: str) -> float | None:
+        d = [diff(a, b, f"{attack}{e}") for e in eps]
+        return None if None in d else sum(d) / len(d)  # type: ignore[arg-type]
+
+    gat = acc.get("gat", {})
+    m: dict[str, Any] = {
+        f"fgsm.eps{e}.gat_vs_plain.acc": diff("gat", "plain", f"fgsm{e}") if e in eps else None
+        for e in (0.1, 0.2, 0.3)
+    }
+    m["fgsm.gat_vs_fgsm_at.acc"] = mean_diff("gat", "fgsm_at", "fgsm")
+    m["clean.gat.acc"] = gat.get("clean")
+    m["clean.gat_vs_plain.acc"] = diff("gat", "plain", "clean")
+    m["clean.gat_vs_dropout.acc"] = diff("gat", "dropout", "clean")
+    m["pgd.gat.acc"] = gat.get(f"pgd{eps[0]}")
+    m["pgd.gat_vs_fgsm_at.acc"] = mean_diff("gat", "fgsm_at", "pgd")
+    return m
 
 
 def _attacked_accuracy(
@@ -212,12 +253,23 @@ class GATExperiment(Experiment):
         super().require_data(ctx)
 
     def plan(self, cfg: GATExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
-        return [(name, cfg.steps) for name in MODELS]
+        return [(name, cfg.steps) for name in cfg.models or MODELS]
 
     def run(self, cfg: GATExperimentConfig, ctx: RunContext) -> Outcome:
         split = load_dataset(
             self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
+        if cfg.n_val is not None:  # a selection run: validation images, the test set unread
+            tr, va = validation_split(
+                split.y_train, cfg.n_val, generator=ctx.generator("val-split")
+            )
+            split = dataclasses.replace(
+                split,
+                x_train=split.x_train[tr],
+                y_train=split.y_train[tr],
+                x_test=split.x_train[va],
+                y_test=split.y_train[va],
+            )
         split = ctx.holdout(split, "test split")  # read in the final evaluation only
         chans, size = split.x_train.shape[1], split.x_train.shape[-1]
         n_test = len(split.x_test) if cfg.n_test is None else min(cfg.n_test, len(split.x_test))
@@ -228,7 +280,7 @@ class GATExperiment(Experiment):
         models: dict[str, nn.Module] = {}
         generator: PerturbationGenerator | None = None
         gen_stats: dict[str, float] = {}
-        for name in MODELS:
+        for name in cfg.models or MODELS:
             model, gen, history = self._train(name, split, cfg, ctx, chans, size)
             models[name] = model
             if gen is not None:
@@ -252,31 +304,16 @@ class GATExperiment(Experiment):
                         )
                 acc[name] = row
 
-        m: dict[str, Any] = {}
-        for e in (0.1, 0.2, 0.3):
-            key = f"fgsm{e}"
-            m[f"fgsm.eps{e}.gat_vs_plain.acc"] = (
-                acc["gat"][key] - acc["plain"][key] if e in cfg.eps else None
-            )
-        m["fgsm.gat_vs_fgsm_at.acc"] = sum(
-            acc["gat"][f"fgsm{e}"] - acc["fgsm_at"][f"fgsm{e}"] for e in cfg.eps
-        ) / len(cfg.eps)
-        m["clean.gat.acc"] = acc["gat"]["clean"]
-        m["clean.gat_vs_plain.acc"] = acc["gat"]["clean"] - acc["plain"]["clean"]
-        m["clean.gat_vs_dropout.acc"] = acc["gat"]["clean"] - acc["dropout"]["clean"]
-        m["pgd.gat.acc"] = acc["gat"][f"pgd{cfg.eps[0]}"]
-        m["pgd.gat_vs_fgsm_at.acc"] = sum(
-            acc["gat"][f"pgd{e}"] - acc["fgsm_at"][f"pgd{e}"] for e in cfg.eps
-        ) / len(cfg.eps)
+        m = _measured(acc, cfg.eps)  # a claim whose models did not train is not measured
         m["gen.linf"] = gen_stats.get("gen_linf")
         m["gen.fooling_rate"] = gen_stats.get("fooling_rate")
 
-        assert generator is not None
         with ctx.final_evaluation():  # the figure perturbs test images
-            figures = [
-                self._plot_acc(acc, cfg, ctx),
-                self._plot_perturbations(models["gat"], generator, x_test, y_test, ctx),
-            ]
+            figures = [self._plot_acc(acc, cfg, ctx)]
+            if generator is not None:
+                figures.append(
+                    self._plot_perturbations(models["gat"], generator, x_test, y_test, ctx)
+                )
         table = ["| model | clean | " + " | ".join(f"FGSM {e}" for e in cfg.eps) + " | "
                  + " | ".join(f"PGD {e:.3g}" for e in cfg.eps) + " |",
                  "|---|---|" + "---|" * (2 * len(cfg.eps))]  # fmt: skip
@@ -284,6 +321,12 @@ class GATExperiment(Experiment):
             cells = [f"{row['clean']:.3f}"] + [f"{row[f'fgsm{e}']:.3f}" for e in cfg.eps]
             cells += [f"{row[f'pgd{e}']:.3f}" if f"pgd{e}" in row else "—" for e in cfg.eps]
             table.append(f"| {name} | " + " | ".join(cells) + " |")
+        evaluated_on = (
+            f"VALIDATION accuracy ({cfg.n_val} images held out of the training set; the test "
+            "images were not read)"
+            if cfg.n_val is not None
+            else "Test accuracy"
+        )
         notes = [
             f"Classifier: SmallCNN channels {cfg.channels}, FC {cfg.hidden}; {cfg.steps} Adam steps "
             f"(lr {cfg.lr}, batch {cfg.batch_size}) for every model. One training budget for every "
@@ -293,9 +336,9 @@ class GATExperiment(Experiment):
             f"GAT's generator over the last quarter of training: mean l_inf "
             f"{_fmt(gen_stats.get('gen_linf'))} (bound {cfg.train_eps}), mean l2 "
             f"{_fmt(gen_stats.get('gen_l2'))}, fooling rate {_fmt(gen_stats.get('fooling_rate'))}.",
-            "Test accuracy of every model:\n\n" + "\n".join(table),
+            f"{evaluated_on} of every model:\n\n" + "\n".join(table),
         ]
-        if m["fgsm.gat_vs_fgsm_at.acc"] < 0:
+        if (m["fgsm.gat_vs_fgsm_at.acc"] or 0.0) < 0:
             notes.append(
                 f"GAT is {-m['fgsm.gat_vs_fgsm_at.acc']:.3f} below FGSM adversarial training under "
                 "FGSM (mean over eps) with the same training budget. FGSM-AT trains on exactly the "
@@ -303,7 +346,7 @@ class GATExperiment(Experiment):
                 "only approximates it from the gradient image (see docs/gat.md for the validation "
                 "measurements)."
             )
-        if m["clean.gat_vs_dropout.acc"] <= 0:
+        if (m["clean.gat_vs_dropout.acc"] or 1.0) <= 0:
             notes.append(
                 f"GAT's clean accuracy minus the dropout model's is "
                 f"{m['clean.gat_vs_dropout.acc']:+.3f}: the paper's regularisation gain (on "
@@ -311,6 +354,7 @@ class GATExperiment(Experiment):
             )
         return Outcome(measured=m, data=[split.info], figures=figures, notes=notes,
                        details={"accuracy": acc, "generator": gen_stats,
+                                "evaluated_on": "test" if cfg.n_val is None else "validation",
                                 "n_test": len(x_test)})  # fmt: skip
 
     def _train(
