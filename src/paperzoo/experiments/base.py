@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +48,24 @@ def train_size(dataset: str, n_train: int | None = None) -> int:
     """Training examples of ``dataset``'s standard files, at most ``n_train`` (None: all)."""
     n = TRAIN_SIZES[dataset]
     return n if n_train is None else min(n, n_train)
+
+
+def check_selection_run(
+    models: Sequence[str] | None, known: Sequence[str], n_val: int | None
+) -> None:
+    """Validate a config's selection-run fields (validation seeds 100-103): ``models``, the
+    models to train (None: all ``known``), and ``n_val``, training examples held out to
+    evaluate on instead of the test set (None: the test set).
+
+    Raises:
+        ValueError: an unknown or empty ``models``, or ``n_val < 1``.
+    """
+    if models is not None:
+        unknown = sorted(set(models) - set(known))
+        if unknown or not models:
+            raise ValueError(f"models must be among {', '.join(known)}, got {unknown}")
+    if n_val is not None and n_val < 1:
+        raise ValueError(f"n_val must be >= 1, got {n_val}")
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,14 @@ from paperzoo.data import layouts
 from paperzoo.data.base import Split, load_dataset
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
-from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.experiments.base import (
+    EXPERIMENTS,
+    ClaimSpec,
+    Experiment,
+    Outcome,
+    RunContext,
+    check_selection_run,
+)
 from paperzoo.metrics.classification import accuracy, predict
 from paperzoo.models.small import SmallCNN
 
@@ -96,12 +103,7 @@ class GATExperimentConfig:
     models: tuple[str, ...] | None = None  # train only these of MODELS (None: all five)
 
     def __post_init__(self) -> None:
-        if self.models is not None:
-            unknown = sorted(set(self.models) - set(MODELS))
-            if unknown or not self.models:
-                raise ValueError(f"models must be among {', '.join(MODELS)}, got {unknown}")
-        if self.n_val is not None and self.n_val < 1:
-            raise ValueError(f"n_val must be >= 1, got {self.n_val}")
+        check_selection_run(self.models, MODELS, self.n_val)
 
 
 # Findings: the paper's orderings (it reports CIFAR-10/100 tables; PAPERS.md records no number

@@ -72,7 +72,14 @@ from paperzoo.data import load_dataset
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import TrainConfig, Trainer, seeded
-from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.experiments.base import (
+    EXPERIMENTS,
+    ClaimSpec,
+    Experiment,
+    Outcome,
+    RunContext,
+    check_selection_run,
+)
 from paperzoo.metrics.classification import predict
 from paperzoo.models.perceiver import IMAGENET, MNIST_SMALL, Perceiver, PerceiverConfig
 from paperzoo.models.resnet import CifarResNet
@@ -123,12 +130,7 @@ class PerceiverExperimentConfig:
     def __post_init__(self) -> None:
         if self.convnet not in ("resnet", "small_cnn"):
             raise ValueError(f"convnet must be 'resnet' or 'small_cnn', got {self.convnet!r}")
-        if self.models is not None:
-            unknown = sorted(set(self.models) - set(DIGIT_MODELS))
-            if unknown or not self.models:
-                raise ValueError(f"models must be among {', '.join(DIGIT_MODELS)}, got {unknown}")
-        if self.n_val is not None and self.n_val < 1:
-            raise ValueError(f"n_val must be >= 1, got {self.n_val}")
+        check_selection_run(self.models, DIGIT_MODELS, self.n_val)
 
 
 # The 60,000-digit configuration: a larger digit Perceiver, a CIFAR ResNet-20 as the ConvNet.
