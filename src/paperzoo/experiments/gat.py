@@ -340,18 +340,19 @@ class GATExperiment(Experiment):
             f"{_fmt(gen_stats.get('gen_l2'))}, fooling rate {_fmt(gen_stats.get('fooling_rate'))}.",
             f"{evaluated_on} of every model:\n\n" + "\n".join(table),
         ]
-        if (m["fgsm.gat_vs_fgsm_at.acc"] or 0.0) < 0:
+        gap, reg = m["fgsm.gat_vs_fgsm_at.acc"], m["clean.gat_vs_dropout.acc"]
+        if gap is not None and gap < 0:
             notes.append(
-                f"GAT is {-m['fgsm.gat_vs_fgsm_at.acc']:.3f} below FGSM adversarial training under "
+                f"GAT is {-gap:.3f} below FGSM adversarial training under "
                 "FGSM (mean over eps) with the same training budget. FGSM-AT trains on exactly the "
                 "evaluation attack (the sign of the input gradient at the budget); GAT's generator "
                 "only approximates it from the gradient image (see docs/gat.md for the validation "
                 "measurements)."
             )
-        if (m["clean.gat_vs_dropout.acc"] or 1.0) <= 0:
+        if reg is not None and reg <= 0:
             notes.append(
                 f"GAT's clean accuracy minus the dropout model's is "
-                f"{m['clean.gat_vs_dropout.acc']:+.3f}: the paper's regularisation gain (on "
+                f"{reg:+.3f}: the paper's regularisation gain (on "
                 "CIFAR) does not appear here."
             )
         return Outcome(measured=m, data=[split.info], figures=figures, notes=notes,
