@@ -120,8 +120,8 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     "coordconv": (
         NotRun(
             ("cpu",),
-            "Not-so-Clevr is generated; the authors' schedules estimate at 65 minutes at two "
-            "threads (`--max-steps 5`; committed as results/coordconv-full; docs/coordconv.md).",
+            "Not-so-Clevr is generated; the authors' schedules took 70 minutes at two threads "
+            "(committed as results/coordconv-full; docs/coordconv.md).",
         ),
     ),
     "obfuscated-gradients": (
