@@ -79,6 +79,9 @@ class ClaimSpec:
     ``{"quick": ..., "full": ...}`` (``"smoke"`` optional; it falls back to ``"quick"``).
     ``"reported"`` (a descriptive number, no target) is allowed only for checks.
 
+    ``unverified`` (a reason) marks a paper number that could not be checked against the paper's
+    text; the finding is shown but does not count at full scale (``paperzoo.report``).
+
     ``scales`` lists the scales at which the claim is measured and judged (default: all). A claim
     declared for some scales only (e.g. ``scales=("full",)`` for a finding that needs the paper's
     data set and model) is absent from the other scales' runs, results and tables; its target
@@ -91,6 +94,10 @@ class ClaimSpec:
     target: str | Mapping[str, str]  # ">= 0.95", "within 2% of 0.27e6", "is true", "reported"
     kind: str = "finding"  # "finding" | "check"
     scales: tuple[str, ...] = SCALES  # where the claim is measured and judged
+    # Why the paper number this claim's full target rests on is not verified against the paper's
+    # text (None: verified, its source named in the paper's docs). An unverified finding is shown
+    # but never counted as reproduced at full scale.
+    unverified: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in CLAIM_KINDS:
@@ -103,6 +110,8 @@ class ClaimSpec:
                 f"claim {self.id}: scales must be distinct names from {SCALES}, got {scales}"
             )
         object.__setattr__(self, "scales", tuple(s for s in SCALES if s in scales))
+        if self.unverified is not None and not self.unverified.strip():
+            raise ValueError(f"claim {self.id}: unverified needs a reason (or None)")
         if not isinstance(self.target, str):
             # 'quick' and 'full' where declared; 'smoke' optional (it falls back to 'quick'),
             # needed only for a claim declared at smoke but not at quick.
