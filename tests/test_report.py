@@ -91,6 +91,9 @@ def test_mean_and_std_over_seeds():
     assert _claim([1.0, None]).mean is None and _claim([1.0, None]).std is None
 
 
+COMMIT, SOURCE = "0123456789ab", "f" * 64  # a clean commit: the provenance a counted run has
+
+
 def _result(seed, values, scale="quick", target="> 0", paper="x"):
     return Result(
         paper=paper, title="T", scale=scale, seeds=[seed], device="cpu", wall_seconds=1.0,
@@ -102,6 +105,7 @@ def _result(seed, values, scale="quick", target="> 0", paper="x"):
             ClaimResult("r", "a number", None, [values[2]], "reported", "check"),
         ],
         notes=["same everywhere", f"only seed {seed}"],
+        commit=COMMIT, source_sha256=SOURCE,
     )  # fmt: skip
 
 
@@ -122,7 +126,7 @@ def test_results_json_has_design_fields_and_computed_verdicts(tmp_path):
     assert d["findings_holding"] == "0/1" and d["checks_holding"] == "1/1"
     md = mpath.read_text()
     assert md.index("## Findings") < md.index("## Checks")
-    assert "Findings holding: 0 of 1 (quick, 1 seed" in md and "❌ fails" in md
+    assert "Findings holding: 0 of 1 (quick, seed 0, commit " in md and "❌ fails" in md
     assert "![f](figures/f.png)" in md and render_markdown(res) == md
     assert load_result(tmp_path).to_dict() == d
 
@@ -145,7 +149,7 @@ def test_aggregate_four_seeds(tmp_path):
     assert f.per_seed == [2.0, 3.0, -0.5, 1.0] and f.verdict == "holds" and f.holds_on == 3
     assert agg.wall_seconds == 4.0
     assert agg.notes[0] == "same everywhere" and agg.notes[1] == "seed 0: only seed 0"
-    assert headline(agg) == "Findings reproduced: 1 of 1 (quick, 4 seeds)"
+    assert headline(agg) == f"Findings reproduced: 1 of 1 (quick, seeds 0-3, commit {COMMIT})"
     write_report(agg, tmp_path)
     d = json.loads((tmp_path / "results.json").read_text())
     assert d["findings_reproduced"] == "1/1" and "seed" not in d
@@ -279,7 +283,7 @@ def test_a_result_names_its_code_data_and_part(tmp_path):
     assert d["data"][0]["sha256"] == "e" * 64 and d["data"][0]["fold"] == 3
     md = (tmp_path / "report.md").read_text()
     assert "commit abc123" in md and "fold 3, SHA-256 eeeeeeeeeeee" in md
-    assert "(full, part spheres, 1 seed)" in md and "--part spheres" in md
+    assert "(full, part spheres, seed 0, commit abc123)" in md and "--part spheres" in md
     back = load_result(tmp_path)
     assert (back.commit, back.part) == ("abc123", "spheres")
 
@@ -310,3 +314,72 @@ def test_seed_runs_on_other_data_do_not_merge_but_other_directories_of_the_same_
     other.append(_with(_result(1, [1, 7, 0]), data=on("/f", "b" * 64, "fashion-mnist")))
     with pytest.raises(ValueError, match="the same data"):
         aggregate(other)
+
+
+# -- what cannot be laundered (issue 38) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["<= 1e999", ">= -1e400", "within 5% of 1e999"])
+def test_a_target_must_be_finite(target):
+    with pytest.raises(ValueError, match="not finite"):
+        validate_target(target)
+
+
+def test_equality_compares_counts_and_needs_a_tolerance_on_floats():
+    with pytest.raises(ValueError, match="needs a tolerance"):
+        validate_target("== 0.1")
+    assert evaluate_target("== 7553", 7553) is True
+    # the mean of counts that all equal the target, off by float round-off, still meets it
+    c = ClaimResult("k", "a count", 3, [3, 3, 3], "== 3", "check")
+    assert c.verdict == "holds"
+    assert evaluate_target("== 3", 3 + 1e-6) is False
+
+
+def test_validation_seeds_never_count_and_do_not_merge_with_test_seeds():
+    runs = [_result(s, [1.0, 7, 0]) for s in (0, 1, 3, 100)]
+    with pytest.raises(ValueError, match="validation seeds 100"):
+        aggregate(runs)
+    val = aggregate([_result(s, [1.0, 7, 0]) for s in (100, 101, 102, 103)])
+    assert "validation seeds 100-103" in (val.not_counted_reason() or "")
+    other = aggregate([_result(s, [1.0, 7, 0]) for s in (0, 1, 2, 4)])
+    assert "seeds 0-2,4" in (other.not_counted_reason() or "")
+    assert aggregate([_result(s, [1.0, 7, 0]) for s in range(4)]).not_counted_reason() is None
+
+
+def test_marks_and_shards_survive_any_number_of_re_merges(tmp_path):
+    runs = [_result(s, [1.0, 7, 0]) for s in range(4)]
+    for r in runs:
+        r.shards = {"n": 2, "merged": [0]}  # each a merge that lacks shard 1
+    agg = aggregate(runs)
+    assert agg.shards == {"n": 2, "merged": [0]}
+    assert "incomplete grid" in (agg.not_counted_reason() or "")
+    write_report(agg, tmp_path / "a")
+    again = aggregate([load_result(tmp_path / "a")])
+    assert "incomplete grid" in (again.not_counted_reason() or "")
+    # a reason stored in a file but no longer derivable from its fields is kept as a mark
+    d = json.loads((tmp_path / "a" / "results.json").read_text())
+    d["not_counted"], d["shards"] = "an older rule's reason", None
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "results.json").write_text(json.dumps(d))
+    kept = load_result(tmp_path / "b")
+    assert kept.marks == ["an older rule's reason"]
+    write_report(aggregate([kept]), tmp_path / "c")
+    assert load_result(tmp_path / "c").not_counted_reason() == "an older rule's reason"
+    mixed = [_result(s, [1.0, 7, 0]) for s in range(2)]
+    mixed[0].shards = {"n": 2, "merged": [0, 1]}
+    with pytest.raises(ValueError, match="same shards"):
+        aggregate(mixed)
+
+
+def test_why_a_seed_is_not_measured_is_kept_through_the_aggregate(tmp_path):
+    runs = [_result(s, [1.0, 7, 0]) for s in range(4)]
+    runs[2].claims[0] = ClaimResult(
+        "f", "a finding", 1.0, [None], "> 0", why_not_measured=["diverged at step 12 (net)"]
+    )
+    agg = aggregate(runs)
+    assert agg.claims[0].verdict == "not measured"
+    assert agg.claims[0].verdict_text == "not measured (diverged at step 12 (net))"
+    write_report(agg, tmp_path)
+    d = json.loads((tmp_path / "results.json").read_text())
+    assert d["claims"][0]["why_not_measured"] == [None, None, "diverged at step 12 (net)", None]
+    assert "not measured (diverged at step 12 (net))" in (tmp_path / "report.md").read_text()

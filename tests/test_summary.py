@@ -10,12 +10,32 @@ from urllib.parse import unquote
 
 import pytest
 
-from paperzoo.report import ClaimResult, Result, load_result, write_report
+from paperzoo.experiments.base import ClaimSpec
+from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
 from paperzoo.summary import (
     FULL_SCALE_NOT_RUN,
+    mark_unstable,
+    rejudge,
     render_summary_html,
     render_summary_markdown,
+    threads_of,
 )
+
+# The claims the fixtures measure, declared for every paper the tests name (the summary re-judges
+# stored values against the claims the code declares: ``paperzoo.summary.rejudge``).
+_SPECS = (
+    ClaimSpec("split.acc", "accuracy on the split", 1.0, ">= 0.95"),
+    ClaimSpec("split.gap", "A beats B", 0.1, ">= 0.7"),
+    ClaimSpec("params", "parameter count", 7553, "== 7553", kind="check"),
+)
+
+
+@pytest.fixture(autouse=True)
+def _declared_claims(monkeypatch: pytest.MonkeyPatch) -> None:
+    from paperzoo.experiments import EXPERIMENTS
+
+    for name in EXPERIMENTS.names():
+        monkeypatch.setattr(type(EXPERIMENTS.create(name)), "claims", _SPECS)
 
 
 def _result(
@@ -44,7 +64,7 @@ def _result(
         torch_version="2.13.0",
         data=[{"name": "gen", "source": "generated", "n_train": 10, "n_test": 5}],
         claims=claims,
-        **kw,
+        **({"commit": "0123456789ab", "source_sha256": "f" * 64} | kw),
     )
 
 
@@ -77,19 +97,20 @@ _EMOJI = re.compile("[\u2190-\u2bff\ufe0f\U0001f000-\U0001faff]")
 
 def test_quick_and_full_side_by_side_with_verdict_classes_and_no_emoji() -> None:
     full = _result(scale="full", seeds=(0,), values=(0.9,), other=(0.8,))
-    html = render_summary_html([_result(), full])
+    quick = [_result(threads=1), _result(threads=2)]
+    html = render_summary_html([*quick, full])
     assert "<th>quick</th><th>full</th>" in html  # the overview's two columns
     # one column group per run in the findings table, quick first
     groups = re.findall(r"<th colspan='3' class='run'>([^<]*)</th>", html)
-    assert groups == ["quick", "full"]
+    assert groups == ["quick", "quick", "full"]
     classes = _parse(html).classes
     for cls in ("v-holds", "v-fails", "h-some"):
         assert cls in classes, cls
     # the full run: one seed, split.acc 0.9 < 0.95 fails, split.gap 0.8 >= 0.7 holds
-    assert "1 of 2 findings reproduced (full, 1 seed)" in html
-    assert "1 of 2 findings reproduced (quick, 4 seeds)" in html
+    assert "1 of 2 findings reproduced (full, seed 0, commit 0123456789ab)" in html
+    assert "1 of 2 findings reproduced (quick, seeds 0-3, commit 0123456789ab)" in html
     assert not _EMOJI.search(html)
-    assert not _EMOJI.search(render_summary_markdown([_result(), full]))
+    assert not _EMOJI.search(render_summary_markdown([*quick, full]))
 
 
 def test_figure_and_report_links_resolve_relative_to_the_page(tmp_path: Path) -> None:
@@ -154,6 +175,10 @@ def test_boolean_findings_read_as_counts_not_means() -> None:
     r.claims[0] = ClaimResult(
         "flagged", "the checklist flags it", None, [True] * 3 + [False], "is true"
     )
+    specs = (ClaimSpec("flagged", "the checklist flags it", None, "is true"), *_SPECS[1:])
+    from paperzoo.experiments import EXPERIMENTS
+
+    type(EXPERIMENTS.create("coordconv")).claims = specs  # undone by the autouse fixture
     html = render_summary_html([r])
     assert "true on 3 of 4" in html and "0.75" not in html
 
@@ -227,3 +252,89 @@ def test_every_committed_bench_row_is_in_a_readme_comparison() -> None:
         pytest.skip("no committed bench reports")
     table = tool.overview(reports)  # raises SystemExit naming a row that fits no comparison
     assert len(table.splitlines()) == 2 + len(tool.COMPARISONS)
+
+
+# -- the summary does not believe the files it reads (issue 38) -----------------------------------
+
+
+def test_a_loosened_stored_target_is_flagged_and_judged_against_the_declared_one(
+    tmp_path: Path,
+) -> None:
+    runs = []
+    for t in (1, 2):
+        r = _result(threads=t, other=(0.5, 0.4, 0.6, 0.5))  # split.gap fails its >= 0.7
+        r.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, list(r.claims[1].per_seed), ">= 0")
+        assert r.claims[1].verdict == "holds"  # as the edited file would have it
+        write_report(r, tmp_path / f"t{t}")
+        runs.append(load_result(tmp_path / f"t{t}"))
+    judged, problems = rejudge(runs[0])
+    assert judged.claims[1].verdict == "fails" and judged.claims[1].target == ">= 0.7"
+    assert any("stored target '>= 0'" in p for p in problems)
+    md = render_summary_markdown(runs, dirs=[tmp_path / "t1", tmp_path / "t2"])
+    assert "1 of 2 findings reproduced" in md and "2 of 2" not in md
+    assert "flagged: split.gap: stored target '>= 0'" in md
+
+
+def test_an_aggregate_that_disagrees_with_its_seed_runs_does_not_count(tmp_path: Path) -> None:
+    seeds = []
+    for s in range(4):
+        r = _result(seeds=(s,), values=(0.9,), other=(0.8,), threads=1)
+        write_report(r, tmp_path / f"seed-{s}")
+        seeds.append(load_result(tmp_path / f"seed-{s}"))
+    agg = aggregate(seeds, [f"seed-{s}" for s in range(4)])
+    assert agg.claims[0].verdict == "fails"
+    agg.claims[0] = ClaimResult("split.acc", "accuracy on the split", 1.0, [1.0] * 4, ">= 0.95")
+    write_report(agg, tmp_path)
+    edited = load_result(tmp_path)
+    _, problems = rejudge(edited, tmp_path)
+    assert any(p.startswith("not counted: split.acc per seed") for p in problems)
+    twin = _result(threads=2, values=(1.0,) * 4)
+    md = render_summary_markdown([edited, twin], dirs=[tmp_path, tmp_path / "twin"])
+    assert "split.acc per seed [1.0, 1.0, 1.0, 1.0] but its seed runs say [0.9" in md
+
+
+def test_a_verdict_that_flips_with_the_thread_count_is_unstable_and_not_counted() -> None:
+    one = _result(threads=1, other=(0.8, 0.8, 0.8, 0.6))  # split.gap holds 3/4 at one thread
+    two = _result(threads=2, other=(0.8, 0.6, 0.6, 0.6))  # and fails at two
+    unstable, missing = mark_unstable([(one, "x-quick"), (two, "x-quick-2threads")])
+    assert missing is None and set(unstable) == {"split.gap"}
+    assert "holds 3/4" in unstable["split.gap"] and "fails 1/4" in unstable["split.gap"]
+    md = render_summary_markdown([one, two], dirs=[Path("x-quick"), Path("x-quick-2threads")])
+    overview = md.split("\n## ")[0]
+    assert "1 of 2 findings reproduced" in overview and "1 unstable, not counted" in overview
+    assert "unstable: holds 3/4, mean 0.75 at 1 thread (x-quick)" in md
+    assert "v-unstable" in _parse(render_summary_html([one, two])).classes
+
+
+def test_a_quick_run_without_a_twin_at_another_thread_count_does_not_count() -> None:
+    alone = _result(threads=1)
+    md = render_summary_markdown([alone], overview_only=True)
+    assert "not confirmed at a second thread count" in md and "findings reproduced" not in md
+    # the thread count is read from the recorded command when not recorded as a field
+    cmd = _result(command="paperzoo reproduce coordconv --seeds 0-3 --jobs 1 --threads 2")
+    assert threads_of(cmd) == 2 and threads_of(_result()) is None
+
+
+def test_runs_without_provenance_or_from_a_dirty_tree_are_shown_not_counted() -> None:
+    for kw, why in (
+        ({"commit": None}, "no commit recorded"),
+        ({"commit": "0123456789ab+dirty"}, "dirty tree"),
+        ({"source_sha256": None}, "no source digest"),
+    ):
+        r = _result(**kw)
+        assert why in (r.not_counted_reason() or "")
+        assert why in render_summary_markdown([r], overview_only=True)
+
+
+def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
+    from paperzoo.experiments import EXPERIMENTS
+
+    specs = (
+        ClaimSpec("split.acc", "accuracy", 1.0, ">= 0.95", unverified="not in the paper's text"),
+        *_SPECS[1:],
+    )
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
+    full = _result(scale="full", seeds=(0,), values=(0.99,), other=(0.8,))
+    md = render_summary_markdown([full])
+    assert "1 of 2 findings reproduced" in md  # split.acc holds but does not count
+    assert "paper number unverified: not counted" in md

@@ -2,8 +2,9 @@
 
     .venv/bin/python tools/update_summary.py [--readme] [--check]
 
-Reads every results/*-quick and results/*-full* directory that holds a results.json (the
-two-thread twins results/*-quick-2threads are left out: the README names them) and writes
+Reads every results/*-quick, results/*-quick-2threads and results/*-full* directory that holds
+a results.json (a quick finding counts only where its one- and two-thread runs agree:
+``paperzoo.summary.mark_unstable``) and writes
 
 - results/index.html: the front page (`paperzoo.summary.render_summary_html`);
 - docs/results.md: the same as Markdown, every finding at every scale;
@@ -32,7 +33,7 @@ def run_dirs(results: Path) -> list[Path]:
         for d in sorted(results.iterdir())
         if d.is_dir()
         and (d / "results.json").is_file()
-        and (d.name.endswith("-quick") or "-full" in d.name)
+        and (d.name.endswith(("-quick", "-quick-2threads")) or "-full" in d.name)
     ]
     return dirs
 

@@ -41,15 +41,36 @@ _WITHIN = re.compile(rf"^\s*within\s+(\d+\.?\d*|\.\d+)\s*%\s+of\s+({_NUM})\s*$",
 Measured = float | int | bool | None
 VERDICTS = ("holds", "fragile", "fails", "not measured", "reported")
 MIN_SEEDS_REPRODUCED = 4  # a finding counts as reproduced at smoke/quick only over this many seeds
+# The protocol's test seeds: a quick verdict counts over these only (DESIGN.md, "Seeds"); other
+# seed sets are reported with their seeds named. Seeds from VALIDATION_SEEDS_FROM up are for
+# selection runs (configs decided on validation seeds) and never count.
+PROTOCOL_SEEDS = (0, 1, 2, 3)
+VALIDATION_SEEDS_FROM = 100
+# '== n' on counts: the mean of n integers equal to x may differ from x by float round-off
+# (0.1 * 3 / 3), never by more than this relative amount.
+_INT_EQ_TOL = 1e-9
 _MARK = {"holds": "✅", "fragile": "⚠️", "fails": "❌", "not measured": "❌", "reported": "—"}
 
 
 def validate_target(target: str) -> None:
-    """Raise ``ValueError`` unless ``target`` is a target string ``evaluate_target`` understands."""
+    """Raise ``ValueError`` unless ``target`` is a target string ``evaluate_target`` understands.
+
+    Its numbers must be finite (``<= 1e999`` reads as infinity, a target that always holds), and
+    ``== x`` compares integers only (a count): equality on a float needs a tolerance, written
+    ``within P% of x``."""
     t = target.strip().lower()
-    if t in ("reported", "is true", "is false") or _CMP.match(t) or _WITHIN.match(t):
+    if t in ("reported", "is true", "is false"):
         return
-    raise ValueError(f"cannot parse claim target {target!r}")
+    m = _CMP.match(t) or _WITHIN.match(t)
+    if m is None:
+        raise ValueError(f"cannot parse claim target {target!r}")
+    if not all(math.isfinite(float(g)) for g in m.groups() if g is not None and g[0] not in "<>="):
+        raise ValueError(f"claim target {target!r} has a number that is not finite")
+    if m.re is _CMP and m.group(1) == "==" and not re.fullmatch(r"[-+]?\d+", m.group(2)):
+        raise ValueError(
+            f"claim target {target!r}: equality on a float needs a tolerance "
+            f"(write 'within P% of {m.group(2)}'); '==' compares integers (counts) only"
+        )
 
 
 def is_boolean_target(target: str) -> bool:
@@ -105,7 +126,7 @@ def evaluate_target(target: str, measured: Measured) -> bool | None:
             "<=": value <= x,
             ">": value > x,
             "<": value < x,
-            "==": value == x,
+            "==": abs(value - x) <= _INT_EQ_TOL * max(1.0, abs(x)),  # a mean of counts
         }[op]
     m = _WITHIN.match(t)
     assert m is not None  # validate_target accepted it
@@ -138,6 +159,11 @@ class ClaimResult:
     per_seed: list[Measured]
     target: str
     kind: str = "finding"
+    # why the paper number its full target rests on is not verified (None: verified)
+    unverified: str | None = None
+    # why a seed has no value, per seed (None where measured or no reason is known), e.g.
+    # "diverged at step 412 (deconv)"
+    why_not_measured: list[str | None] | None = None
 
     def __post_init__(self) -> None:
         for v in self.per_seed:  # a boolean against a numeric target (or the reverse) is a bug
@@ -193,6 +219,21 @@ class ClaimResult:
         v = self.verdict
         return None if v == "reported" else v == "holds"
 
+    def counts_at(self, scale: str) -> bool:
+        """Whether this claim counts as a reproduced finding of a run at ``scale`` that counts:
+        a finding that holds, on a verified paper number at full scale."""
+        if self.kind != "finding" or self.verdict != "holds":
+            return False
+        return not (scale == "full" and self.unverified is not None)
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict with why a seed is not measured (``not measured (diverged at step N)``)."""
+        why = [w for w in self.why_not_measured or [] if w]
+        if self.verdict == "not measured" and why:
+            return f"not measured ({'; '.join(dict.fromkeys(why))})"
+        return self.verdict
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "id": self.id,
@@ -206,6 +247,10 @@ class ClaimResult:
             "holds_on": f"{self.holds_on}/{len(self.per_seed)}",
             "verdict": self.verdict,
         }
+        if self.unverified is not None:
+            d["unverified"] = self.unverified
+        if self.why_not_measured and any(self.why_not_measured):
+            d["why_not_measured"] = list(self.why_not_measured)
         if len(self.per_seed) == 1:
             d["measured"] = d["per_seed"][0]
             d["holds"] = self.holds
@@ -243,6 +288,10 @@ class Result:
     # merged shards: {"n": shards in the grid, "merged": the shard indices combined}
     shards: dict[str, Any] | None = None
     command: str | None = None  # the command line that made this result, when recorded
+    # reasons not to count inherited from the results this one was merged from, that its own
+    # fields no longer show (they survive every re-merge)
+    marks: list[str] = field(default_factory=list)
+    threads: int | None = None  # torch's intra-op threads per process (None: not recorded)
 
     @property
     def paper_setting(self) -> bool:
@@ -255,6 +304,32 @@ class Result:
         if not self.shards:
             return []
         return sorted(set(range(int(self.shards["n"]))) - set(self.shards["merged"]))
+
+    def provenance_problem(self) -> str | None:
+        """Why this result does not name the code that made it; None when it does (a clean
+        commit and a source digest)."""
+        if not self.commit:
+            return "no provenance: no commit recorded"
+        if self.commit.endswith("+dirty"):
+            return f"made from a dirty tree ({self.commit})"
+        if not self.source_sha256:
+            return "no provenance: no source digest recorded"
+        return None
+
+    def seeds_problem(self) -> str | None:
+        """Why the seeds here are not a counted seed set; None when they are: the protocol's test
+        seeds 0-3 below full scale, any test seeds at full; validation seeds never count."""
+        validation = [s for s in self.seeds if s >= VALIDATION_SEEDS_FROM]
+        if validation:
+            return f"validation seeds {format_seeds(validation)} (selection runs) never count"
+        if self.scale in ("quick", "smoke") and sorted(self.seeds) != list(PROTOCOL_SEEDS):
+            if len(self.seeds) < MIN_SEEDS_REPRODUCED:
+                return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
+            return (
+                f"seeds {format_seeds(self.seeds)}: a {self.scale} verdict counts over the "
+                f"protocol's seeds {format_seeds(list(PROTOCOL_SEEDS))} only"
+            )
+        return None
 
     def not_counted_reason(self) -> str | None:
         """Why the verdicts here do not count as reproduced findings; None when they do."""
@@ -270,11 +345,19 @@ class Result:
         if self.shards_missing:
             missing = ",".join(map(str, self.shards_missing))
             return f"incomplete grid: shards {missing} of {self.shards['n']} not merged"
+        if self.marks:
+            return self.marks[0]
         if self.scale == "smoke":
             return "smoke runs only prove the pipeline"
-        if self.scale != "full" and len(self.seeds) < MIN_SEEDS_REPRODUCED:
-            return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
-        return None
+        if (problem := self.provenance_problem()) is not None:
+            return problem
+        return self.seeds_problem()
+
+    def reproduced(self) -> list[ClaimResult]:
+        """The findings that count as reproduced (none when the run does not count)."""
+        if not self.counts_as_reproduction:
+            return []
+        return [c for c in self.findings if c.counts_at(self.scale)]
 
     @property
     def findings(self) -> list[ClaimResult]:
@@ -297,6 +380,7 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         findings, checks = self.findings, self.checks
         holding = f"{sum(c.verdict == 'holds' for c in findings)}/{len(findings)}"
+        reproduced = f"{len(self.reproduced())}/{len(findings)}"
         judged = [c for c in checks if c.verdict != "reported"]
         d: dict[str, Any] = {
             "paper": self.paper,
@@ -319,7 +403,7 @@ class Result:
             "command": self.command,
             "data": self.data,
             "claims": [c.to_dict() for c in self.claims],
-            "findings_reproduced": holding if self.counts_as_reproduction else None,
+            "findings_reproduced": reproduced if self.counts_as_reproduction else None,
             "not_counted": self.not_counted_reason(),
             "findings_holding": holding,
             "checks_holding": f"{sum(c.verdict == 'holds' for c in judged)}/{len(judged)}",
@@ -332,6 +416,10 @@ class Result:
         d["shard"] = list(self.shard) if self.shard is not None else None
         if self.shards is not None:
             d["shards"] = self.shards
+        if self.marks:
+            d["marks"] = list(self.marks)
+        if self.threads is not None:
+            d["threads"] = self.threads
         if self.partial is not None:  # the marker: verdicts of a run whose loops stopped early
             d["partial"] = True
             d["max_steps"] = self.partial["max_steps"]
@@ -347,7 +435,14 @@ class Result:
         try:
             claims = [
                 ClaimResult(
-                    c["id"], c["statement"], c["paper"], list(c["per_seed"]), c["target"], c["kind"]
+                    c["id"],
+                    c["statement"],
+                    c["paper"],
+                    list(c["per_seed"]),
+                    c["target"],
+                    c["kind"],
+                    unverified=c.get("unverified"),
+                    why_not_measured=c.get("why_not_measured"),
                 )
                 for c in d["claims"]
             ]
@@ -377,6 +472,8 @@ class Result:
                 part=d.get("part"),
                 shards=dict(d["shards"]) if d.get("shards") else None,
                 command=d.get("command"),
+                marks=list(d.get("marks", [])),
+                threads=d.get("threads"),
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -385,6 +482,9 @@ class Result:
                 f"(paperzoo {version}; problem: {err!r})"
             ) from None
         result.validate(source)
+        stored = d.get("not_counted")
+        if stored and stored != result.not_counted_reason():  # a mark its fields do not show
+            result.marks.append(str(stored))
         return result
 
     def validate(self, source: str = "results.json") -> None:
@@ -493,11 +593,25 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
             raise ValueError(
                 f"seed {r.seeds} declares other claims or targets than seed {first.seeds}"
             )
+    shards = {json.dumps(r.shards, sort_keys=True) for r in runs}
+    if len(shards) > 1:
+        raise ValueError("seed runs must merge the same shards of one grid (their 'shards' differ)")
     order = sorted(range(len(runs)), key=lambda i: runs[i].seeds)
     runs = [runs[i] for i in order]
     seeds = [s for r in runs for s in r.seeds]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seed runs repeat a seed: {seeds}")
+    validation = [s for s in seeds if s >= VALIDATION_SEEDS_FROM]
+    if validation and len(validation) < len(seeds):
+        raise ValueError(
+            f"validation seeds {format_seeds(validation)} (selection runs) cannot be merged with "
+            f"test seeds {format_seeds([s for s in seeds if s < VALIDATION_SEEDS_FROM])}"
+        )
+
+    def why(r: Result, i: int) -> list[str | None]:
+        w = r.claims[i].why_not_measured
+        return list(w) if w else [None] * len(r.claims[i].per_seed)
+
     claims = [
         ClaimResult(
             c.id,
@@ -506,9 +620,12 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
             [v for r in runs for v in r.claims[i].per_seed],
             c.target,
             c.kind,
+            unverified=c.unverified,
+            why_not_measured=[w for r in runs for w in why(r, i)],
         )
         for i, c in enumerate(first.claims)
     ]
+    threads = {r.threads for r in runs}
     notes: list[str] = []
     for note in dict.fromkeys(n for r in runs for n in r.notes):
         holders = [r for r in runs if note in r.notes]
@@ -538,6 +655,9 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         source_sha256=first.source_sha256,
         setting_note=first.setting_note,
         part=first.part,
+        shards=first.shards,
+        marks=list(dict.fromkeys(m for r in runs for m in r.marks)),
+        threads=threads.pop() if len(threads) == 1 else None,
     )
 
 
@@ -585,17 +705,24 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def headline(result: Result) -> str:
-    """ "Findings reproduced: k of n (quick, 4 seeds)", or why the verdicts don't count."""
-    findings = result.findings
-    k = sum(c.verdict == "holds" for c in findings)
-    n_seeds = len(result.seeds)
+def run_label(result: Result) -> str:
+    """What ran, in a few words: ``quick, seeds 0-3, commit 1a4d5126a0c3``."""
     where = f"{result.scale}, part {result.part}" if result.part else result.scale
-    seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
+    s = "seed" if len(result.seeds) == 1 else "seeds"
+    return f"{where}, {s} {format_seeds(result.seeds)}, commit {result.commit or 'unknown'}"
+
+
+def headline(result: Result) -> str:
+    """ "Findings reproduced: k of n (quick, seeds 0-3, commit ...)", or why they don't count."""
+    findings = result.findings
     why = result.not_counted_reason()
     if why is None:
-        return f"Findings reproduced: {k} of {len(findings)} ({where}, {seeds})"
-    return f"Findings holding: {k} of {len(findings)} ({where}, {seeds}; not counted: {why})"
+        k = len(result.reproduced())
+        unverified = sum(c.verdict == "holds" and not c.counts_at(result.scale) for c in findings)
+        more = f"; {unverified} more hold on unverified paper numbers" if unverified else ""
+        return f"Findings reproduced: {k} of {len(findings)} ({run_label(result)}{more})"
+    k = sum(c.verdict == "holds" for c in findings)
+    return f"Findings holding: {k} of {len(findings)} ({run_label(result)}; not counted: {why})"
 
 
 def _claim_table(
@@ -609,11 +736,13 @@ def _claim_table(
     for c in claims:
         cells = "".join(f" {_fmt(v)} |" for v in c.per_seed)
         spread = "—" if c.mean is None else f"{_fmt(c.mean)} ± {_fmt(c.std)}"
-        verdict = f"{_MARK[c.verdict]} {c.verdict}"
+        verdict = f"{_MARK[c.verdict]} {c.verdict_text}"
         if c.verdict != "reported":
             verdict += f" ({c.holds_on}/{len(c.per_seed)})"
         if partial:
             verdict += ", partial"
+        if c.unverified is not None:
+            verdict += f"; paper number unverified: {c.unverified}"
         lines.append(
             f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} |{cells} {spread} | {c.target} "
             f"| {verdict} |"

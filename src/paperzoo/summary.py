@@ -12,6 +12,18 @@ renders one page (Markdown on stdout, HTML in ``FILE``) that says, per paper:
 - each finding's paper number, our mean ± std, the target and the verdict at each scale;
 - links, relative to the page, to each run's ``report.md`` and its per-seed figure.
 
+The page does not believe the files it reads (``rejudge``, ``mark_unstable``):
+
+- every verdict is recomputed from the stored per-seed values against the target the code
+  declares for that claim at that scale (a stored target that differs is flagged and ignored;
+  a declared finding the run lacks is "not measured"), with the paper-number status the code
+  declares (an unverified number does not count at full scale);
+- an aggregate whose seed runs lie beside it (``seed_dirs``) is checked against them: a
+  mismatch is shown and the run does not count;
+- a quick finding counts only where the runs at one and at two threads per process give the
+  same verdict; a flip is shown as ``unstable``, with both values, and does not count; a quick
+  run with no twin at another thread count does not count.
+
 Verdicts are coloured by CSS classes (``v-holds``, ``v-fragile``, ``v-fails``,
 ``v-not-measured``, ``v-reported``), never by emoji: headless browsers without an emoji font
 draw those as empty boxes. Nothing here judges a claim: the verdicts are the ones
@@ -29,14 +41,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from paperzoo.report import MIN_SEEDS_REPRODUCED, ClaimResult, Result, format_seeds
+from paperzoo.report import (
+    MIN_SEEDS_REPRODUCED,
+    ClaimResult,
+    Result,
+    format_seeds,
+    load_result,
+    run_label,
+)
 
 __all__ = [
     "FULL_SCALE_NOT_RUN",
     "NotRun",
     "PAPER_ORDER",
+    "mark_unstable",
+    "rejudge",
     "render_summary_html",
     "render_summary_markdown",
+    "threads_of",
 ]
 
 # The order of the README's paper table; papers not listed follow in the order given.
@@ -179,7 +201,164 @@ _VERDICT_CLASS = {
     "fails": "v-fails",
     "not measured": "v-not-measured",
     "reported": "v-reported",
+    "unstable": "v-unstable",
 }
+
+
+# -- re-judging: the stored verdicts are not believed ----------------------------------------------
+
+
+def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[str]]:
+    """``result`` judged again against what the code declares, and the problems found.
+
+    Each claim's per-seed values are judged against the target its ``ClaimSpec`` declares at
+    the run's scale (and part), with the spec's statement, paper number and ``unverified``
+    mark; a stored target that differs is flagged. A claim the code no longer declares is
+    dropped (flagged); a declared one the run lacks is "not measured". Where ``run_dir`` holds
+    the aggregate's seed runs (``seed_dirs``), their values must equal the aggregate's.
+
+    Returns:
+        (the re-judged result, one line per problem). Problems that make the run not count
+        start with "not counted: " (an unknown paper, an aggregate that disagrees with its
+        seed runs); the others are flags shown beside the run.
+    """
+    from dataclasses import replace
+
+    from paperzoo.experiments import EXPERIMENTS, RunContext
+
+    problems: list[str] = []
+    if result.paper not in EXPERIMENTS:
+        return result, [f"not counted: paper {result.paper!r} is not declared by this paperzoo"]
+    exp = EXPERIMENTS.create(result.paper)
+    try:
+        specs = exp.claims_at(RunContext(scale=result.scale, part=result.part))
+    except ValueError as err:
+        return result, [f"not counted: {err}"]
+    stored = {c.id: c for c in result.claims}
+    n = len(result.seeds)
+    claims: list[ClaimResult] = []
+    for spec in specs:
+        target = spec.target_at(result.scale)
+        old = stored.pop(spec.id, None)
+        if old is None:
+            problems.append(f"{spec.id}: declared at {result.scale} but not in this run")
+            values: list[Any] = [None] * n
+            why: list[str | None] | None = ["not in this run"] * n
+        else:
+            values, why = list(old.per_seed), old.why_not_measured
+            if old.target != target:
+                problems.append(
+                    f"{spec.id}: stored target {old.target!r} is not the declared {target!r} "
+                    "(judged against the declared one)"
+                )
+            if old.kind != spec.kind:
+                problems.append(f"{spec.id}: stored as a {old.kind}, declared a {spec.kind}")
+        try:
+            claims.append(
+                ClaimResult(
+                    spec.id,
+                    spec.statement,
+                    spec.paper,
+                    values,
+                    target,
+                    spec.kind,
+                    unverified=spec.unverified,
+                    why_not_measured=why,
+                )  # fmt: skip
+            )
+        except ValueError as err:  # a value of the wrong type for the declared target
+            problems.append(f"not counted: {err}")
+            return result, problems
+    problems += [f"{cid}: stored but no longer declared (not shown)" for cid in stored]
+    threads = result.threads
+    if run_dir is not None and result.seed_dirs:
+        found, threads_seen = _check_against_seeds(result, run_dir)
+        problems += found
+        if threads is None and len(threads_seen) == 1:  # an aggregate made by merge
+            threads = threads_seen.pop()
+    return replace(result, claims=claims, threads=threads), problems
+
+
+def _check_against_seeds(result: Result, run_dir: Path) -> tuple[list[str], set[int | None]]:
+    """Problems (``not counted: ...``) where an aggregate's per-seed values, seeds or code
+    differ from the seed runs it lists; and the thread counts its seed runs were made at."""
+    values: dict[str, list[Any]] = {c.id: [] for c in result.claims}
+    seeds: list[int] = []
+    threads: set[int | None] = set()
+    for d in result.seed_dirs:
+        try:
+            run = load_result(run_dir / d)
+        except ValueError as err:
+            return [f"not counted: its seed run {d} cannot be read ({err})"], threads
+        if (run.commit, run.source_sha256) != (result.commit, result.source_sha256):
+            return [f"not counted: its seed run {d} is of other code ({run.commit})"], threads
+        threads.add(threads_of(run))
+        seeds += run.seeds
+        got = {c.id: c.per_seed for c in run.claims}
+        for cid, vals in values.items():
+            vals += got.get(cid, [None] * len(run.seeds))
+    if seeds != list(result.seeds):
+        return [f"not counted: seeds {result.seeds} but its seed runs hold {seeds}"], threads
+    for c in result.claims:
+        if _canon(values[c.id]) != _canon(c.per_seed):
+            why = f"not counted: {c.id} per seed {c.per_seed} but its seed runs say {values[c.id]}"
+            return [why], threads
+    return [], threads
+
+
+def _canon(values: list[Any]) -> list[Any]:
+    return [None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+            for v in values]  # fmt: skip
+
+
+def threads_of(result: Result) -> int | None:
+    """Torch threads per process of a run: recorded (``threads``) or read from its command's
+    ``--threads N``; None when unknown."""
+    if result.threads is not None:
+        return result.threads
+    words = (result.command or "").split()
+    for i, w in enumerate(words[:-1]):
+        if w == "--threads" and words[i + 1].isdigit():
+            return int(words[i + 1])
+        if w.startswith("--threads="):
+            return int(w.split("=", 1)[1]) if w.split("=", 1)[1].isdigit() else None
+    return None
+
+
+def mark_unstable(runs: Sequence[tuple[Result, str]]) -> tuple[dict[str, str], str | None]:
+    """Compare the verdicts of quick runs of one paper (and part) made at different thread
+    counts: (claim id -> why it is unstable, a reason none counts or None).
+
+    Args:
+        runs: (re-judged result, a label such as its directory name) of the runs that count
+            otherwise.
+
+    Returns:
+        The findings whose verdict differs between the runs, each with every run's verdict and
+        mean; and, when the runs do not cover two thread counts, why none of them counts.
+    """
+    threads = {threads_of(r) for r, _ in runs}
+    if len(threads - {None}) < 2:
+        known = ", ".join(f"{t} thread{'s' if t != 1 else ''}" for t in sorted(threads - {None}))
+        return {}, (
+            "not confirmed at a second thread count (a quick verdict counts where runs at one "
+            f"and at two threads per process agree; given: {known or 'thread count unknown'})"
+        )
+    unstable: dict[str, str] = {}
+    ids = dict.fromkeys(c.id for r, _ in runs for c in r.findings)
+    for cid in ids:
+        cells = [
+            (r, label, next((c for c in r.findings if c.id == cid), None)) for r, label in runs
+        ]
+        verdicts = {c.verdict if c else None for _, _, c in cells}
+        if len(verdicts) > 1:
+            unstable[cid] = "; ".join(
+                f"{c.verdict} {c.holds_on}/{len(c.per_seed)}, mean {_num(c.mean)} "
+                f"at {threads_of(r)} thread{'s' if threads_of(r) != 1 else ''} ({label})"
+                if c else f"absent ({label})"
+                for r, label, c in cells
+            )  # fmt: skip
+    return unstable, None
 
 
 # -- the page's model: papers, their runs, the reasons --------------------------------------------
@@ -187,12 +366,23 @@ _VERDICT_CLASS = {
 
 @dataclass
 class _Run:
-    result: Result
+    result: Result  # re-judged against the declared claims (``rejudge``)
     dir: Path | None
+    problems: tuple[str, ...] = ()  # what ``rejudge`` found
+    unstable: tuple[tuple[str, str], ...] = ()  # (claim id, both verdicts) of flipped findings
+    twin_missing: str | None = None  # why a quick run counts not at all (no other thread count)
 
     @property
     def reason(self) -> str | None:
-        return self.result.not_counted_reason()
+        stop = [p.removeprefix("not counted: ") for p in self.problems if p.startswith("not c")]
+        return self.result.not_counted_reason() or (stop[0] if stop else None) or self.twin_missing
+
+    @property
+    def flags(self) -> list[str]:
+        return [p for p in self.problems if not p.startswith("not counted: ")]
+
+    def why_unstable(self, cid: str) -> str | None:
+        return dict(self.unstable).get(cid)
 
     @property
     def part(self) -> str | None:
@@ -207,8 +397,13 @@ class _Run:
         return label
 
     def counts(self) -> tuple[int, int]:
+        """(findings reproduced, findings): holding, stable and on verified paper numbers where
+        the run counts; holding where it does not (its headline then says "holding")."""
         findings = self.result.findings
-        return sum(c.verdict == "holds" for c in findings), len(findings)
+        if self.reason is not None:
+            return sum(c.verdict == "holds" for c in findings), len(findings)
+        ok = [c for c in self.result.reproduced() if self.why_unstable(c.id) is None]
+        return len(ok), len(findings)
 
 
 @dataclass
@@ -231,9 +426,20 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
     by_name: dict[str, _Paper] = {}
     for i, r in enumerate(results):
         paper = by_name.setdefault(r.paper, _Paper(r.paper, r.title, [], [], [], ()))
-        run = _Run(r, None if dirs is None else Path(dirs[i]))
+        where = None if dirs is None else Path(dirs[i])
+        judged, problems = rejudge(r, where)
+        run = _Run(judged, where, tuple(problems))
         {"quick": paper.quick, "full": paper.full}.get(r.scale, paper.other).append(run)
     for paper in by_name.values():
+        for part in dict.fromkeys(run.part for run in paper.quick):
+            twins = [run for run in paper.quick if run.part == part and run.reason is None]
+            if not twins:
+                continue
+            unstable, missing = mark_unstable(
+                [(run.result, run.dir.name if run.dir else run.label) for run in twins]
+            )
+            for run in twins:
+                run.unstable, run.twin_missing = tuple(unstable.items()), missing
         done = {run.part for run in paper.full}
         if None in done:  # a full run of the whole paper
             paper.not_run = ()
@@ -274,10 +480,21 @@ def _spread(c: ClaimResult) -> str:
     return f"{_num(c.mean)} ± {_num(c.std)}"
 
 
-def _verdict_text(c: ClaimResult) -> str:
+def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
+    if run is not None and (why := run.why_unstable(c.id)) is not None:
+        return f"unstable: {why}"
     if c.verdict == "reported":
         return "reported"
-    return f"{c.verdict} {c.holds_on}/{len(c.per_seed)}"
+    text = f"{c.verdict_text} {c.holds_on}/{len(c.per_seed)}"
+    if c.unverified is not None and run is not None and run.result.scale == "full":
+        text += " (paper number unverified: not counted)"
+    return text
+
+
+def _verdict_class(c: ClaimResult, run: _Run | None = None) -> str:
+    if run is not None and run.why_unstable(c.id) is not None:
+        return _VERDICT_CLASS["unstable"]
+    return _VERDICT_CLASS[c.verdict]
 
 
 def _link(path: Path, base: Path | None) -> str:
@@ -294,10 +511,10 @@ def _figure(run: _Run) -> str | None:
 
 def _headline(run: _Run) -> str:
     k, n = run.counts()
-    seeds = len(run.result.seeds)
-    what = f"{run.result.scale}, {seeds} seed{'s' if seeds != 1 else ''}"
+    what = run_label(run.result)
     if run.reason is None:
-        return f"{k} of {n} findings reproduced ({what})"
+        extra = f"; {len(run.unstable)} unstable, not counted" if run.unstable else ""
+        return f"{k} of {n} findings reproduced ({what}{extra})"
     return f"{k} of {n} findings holding ({what}); not counted"
 
 
@@ -313,9 +530,10 @@ def _meta(run: _Run) -> str:
     bits = [f"seeds {format_seeds(r.seeds)}", f"on {r.device}", f"{r.wall_seconds / 60:.0f} min"]
     if len(r.seeds) > 1:
         bits[-1] += " (sum over seeds)"
-    commit = r.commit
-    if commit:
-        bits.append(f"commit {commit}")
+    bits.append(f"commit {r.commit or 'unknown'}")
+    threads = threads_of(r)
+    if threads is not None:
+        bits.append(f"{threads} thread{'s' if threads != 1 else ''} per process")
     if r.partial is not None and r.partial.get("estimate_seconds") is not None:
         bits.append(f"whole run estimated at {r.partial['estimate_seconds'] / 3600:.1f} h")
     data = ", ".join(
@@ -353,9 +571,12 @@ def _md_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
     runs = paper.quick if scale == "quick" else paper.full
     out = []
     for run in runs:
-        text = _headline(run).replace(f" ({run.result.scale}, ", " (")
+        text = _headline(run).replace(f" ({run.result.scale}, ", " (", 1)
         if run.part:
             text = f"part {run.part}: {text}"
+        threads = threads_of(run.result)
+        if scale == "quick" and threads is not None and len(runs) > 1:
+            text = f"{threads} thread{'s' if threads != 1 else ''}: {text}"
         if run.reason:
             text += f": {run.reason}"
         if run.dir is not None:
@@ -409,6 +630,7 @@ def render_summary_markdown(
                 if fig:
                     line += f", [per-seed figure]({_link(run.dir / fig, base)})"
             lines.append(line)
+            lines += [f"  - flagged: {_md_cell(f)}" for f in run.flags]
         for e in p.not_run:
             lines.append(
                 f"- full{f', part {e.part}' if e.part else ''}: not run, {e.label}: {e.why}"
@@ -422,11 +644,12 @@ def render_summary_markdown(
         lines += ["", head, "|---|---|" + "---|---|---|" * len(runs)]
         for cid, statement, number, cells in rows:
             row = f"| `{cid}`<br>{_md_cell(statement)} | {_md_cell(_num(number))} |"
-            for c in cells:
+            for run, c in zip(runs, cells, strict=True):
                 if c is None:
                     row += " — | — | — |"
                 else:
-                    row += f" {_spread(c)} | {_md_cell(c.target)} | {_verdict_text(c)} |"
+                    verdict = _md_cell(_verdict_text(c, run))
+                    row += f" {_spread(c)} | {_md_cell(c.target)} | {verdict} |"
             lines.append(row)
     return "\n".join(lines) + "\n"
 
@@ -454,6 +677,7 @@ a{color:#0b5cad}
 .v-fails{background:#f8d3d0;color:#8a1712}
 .v-not-measured{background:#f8d3d0;color:#8a1712;font-style:italic}
 .v-reported{background:#e9ecef;color:#444}
+.v-unstable{background:#ead9f5;color:#4b1d6b}
 .uncounted .v{opacity:.6}
 .h{display:inline-block;border-radius:4px;padding:2px 8px;font-weight:600}
 .h-all{background:#d3f0d8;color:#10561f}
@@ -480,11 +704,11 @@ td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
 """
 
 
-def _v(c: ClaimResult) -> str:
+def _v(c: ClaimResult, run: _Run | None = None) -> str:
     title = ", ".join(_num(v) for v in c.per_seed)
     return (
-        f"<span class='v {_VERDICT_CLASS[c.verdict]}' title='per seed: {escape(title)}'>"
-        f"{escape(_verdict_text(c))}</span>"
+        f"<span class='v {_verdict_class(c, run)}' title='per seed: {escape(title)}'>"
+        f"{escape(_verdict_text(c, run))}</span>"
     )
 
 
@@ -510,6 +734,9 @@ def _html_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
         text = _html_headline(run)
         if run.part:
             text = f"part {escape(run.part)}: {text}"
+        threads = threads_of(run.result)
+        if scale == "quick" and threads is not None and len(runs) > 1:
+            text = f"{threads} thread{'s' if threads != 1 else ''}: {text}"
         if run.dir is not None:
             text += f" <a href='{_link(run.dir / 'report.md', base)}'>report</a>"
         items.append(text)
@@ -525,6 +752,7 @@ def _html_run_card(run: _Run, base: Path | None) -> str:
         _html_headline(run),
         f"<div class='meta'>{escape(_meta(run))}</div>",
     ]
+    parts += [f"<div class='why'>Flagged: {escape(f)}</div>" for f in run.flags]
     r = run.result
     judged = [c for c in r.checks if c.verdict != "reported"]
     if judged:
@@ -571,7 +799,7 @@ def _html_findings(paper: _Paper) -> str:
             else:
                 row += (
                     f"<td class='num'>{escape(_spread(c))}</td><td class='num'>"
-                    f"{escape(c.target)}</td><td{cls}>{_v(c)}</td>"
+                    f"{escape(c.target)}</td><td{cls}>{_v(c, run)}</td>"
                 )
         out.append(row + "</tr>")
     out.append("</table>")

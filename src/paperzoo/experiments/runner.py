@@ -89,6 +89,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         setting_note=exp.setting_note(ctx),
         part=ctx.part,
         command=ctx.command,
+        threads=torch.get_num_threads(),
     )
 
 
