@@ -189,13 +189,17 @@ _CLAIMS = (
         25.56e6,
         "within 1% of 25.56e6",
         kind="check",
+        unverified="the paper gives no ImageNet parameter counts; 25.56e6 is torchvision's "
+        "resnet50 (num_params 25,557,032), docs/paper-numbers.md",
     ),
     ClaimSpec(
         "macs.resnet50_imagenet",
         "multiply-adds of ImageNet ResNet-50 at 224x224 (stride on the 3x3, as torchvision counts)",
-        4.1e9,
+        3.8e9,  # Table 1: "3.8x10^9" FLOPs (multiply-adds) for the paper's own bottleneck
         "within 2% of 4.1e9",
         kind="check",
+        unverified="the target is torchvision's count for its stride-on-the-3x3 ResNet-50 v1.5 "
+        "(4.09 GFLOPS), not the paper's 3.8e9 (Table 1), docs/paper-numbers.md",
     ),
 )  # fmt: skip
 
