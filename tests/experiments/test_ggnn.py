@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from paperzoo.cli import main
 from paperzoo.data import babi
@@ -20,10 +21,15 @@ from paperzoo.experiments.ggnn import (
     GAP_TOLERANCE,
     OFFICIAL,
     GGNNExperiment,
+    _baseline_train,
     _baseline_updates,
+    _BestKeeper,
+    _EarliestKeeper,
     _EpochBatches,
+    _fold_key,
     _gap_claim_id,
     _GraphBank,
+    _seed_key,
     _split_train,
     best_of_batched_restarts,
     best_of_restart_waves,
@@ -163,23 +169,90 @@ def test_restarts_keep_the_best_on_validation_when_none_reaches_it() -> None:
 
 def test_quick_and_full_settings_depart_from_the_authors_only_where_documented() -> None:
     exp = GGNNExperiment()
-    for scale in ("quick", "full"):
-        cfg = exp.config(scale)
-        assert cfg.restarts == 16
-        assert cfg.overrides == DEVIATIONS
-        for name in OFFICIAL:
-            s = exp._setting(name, cfg)
-            if name == "eulerian":  # the step size, nothing else
-                assert s.lr == 0.01 and OFFICIAL[name].lr == 0.001
-                assert dataclasses.replace(s, lr=OFFICIAL[name].lr) == OFFICIAL[name]
-            else:
-                assert s == OFFICIAL[name]
-    full, quick = exp.config("full"), exp.config("quick")
+    quick = exp.config("quick")  # our small-scale setting: restarts, Eulerian step 0.01
+    assert quick.restarts == 16 and quick.overrides == DEVIATIONS
+    assert quick.fold_seeds and quick.ties_by_loss and not quick.baseline_train_by_task
+    for name in OFFICIAL:
+        s = exp._setting(name, quick)
+        if name == "eulerian":  # the step size, nothing else
+            assert s.lr == 0.01 and OFFICIAL[name].lr == 0.001
+            assert dataclasses.replace(s, lr=OFFICIAL[name].lr) == OFFICIAL[name]
+        else:
+            assert s == OFFICIAL[name]
+    # Full is the authors' protocol (issue 39): one run per fold and question type, every
+    # task's settings (Eulerian 0.001), one seed for every fold, the earliest best checkpoint,
+    # task 4's baselines on 250 graphs.
+    full = exp.config("full")
+    assert (full.restarts, full.restart_batch) == (1, 1)
+    assert all(exp._setting(name, full) == OFFICIAL[name] for name in OFFICIAL)
+    assert exp._setting("eulerian", full).lr == 0.001
+    assert not full.fold_seeds and not full.ties_by_loss
+    assert _baseline_train(full, "babi4") == 250 and _baseline_train(full, "babi15") == 950
     # The baselines: the authors' budgets at full scale, 1,000 updates at quick.
     assert _baseline_updates(full, "babi15", "lstm") == 5000 == BASELINE["babi15"].lstm_updates
     assert _baseline_updates(full, "babi15", "rnn") == 20000
     assert _baseline_updates(full, "babi18", "lstm") == 500
     assert _baseline_updates(quick, "babi19", "lstm") == 1000
+
+
+def test_authors_checkpoint_rule_keeps_the_earliest_of_equally_accurate() -> None:
+    """babi_train.lua:269 replaces the best only on a strictly lower validation error; our
+    quick rule breaks accuracy ties by the validation loss."""
+    scores = iter([(0.5, 0.9), (1.0, 0.4), (1.0, 0.1), (0.9, 0.0)])  # (accuracy, loss) per check
+    lin = nn.Linear(1, 1)
+    authors = _BestKeeper(lambda m: next(scores), ties_by_loss=False)
+    seen = []
+    for _ in range(4):
+        with torch.no_grad():
+            lin.bias.fill_(len(seen))  # checkpoint i has bias i
+        seen.append(authors(lin))
+    assert authors.best == (1.0, -0.4) and float(authors.state["bias"]) == 1.0  # the earliest
+    scores = iter([(0.5, 0.9), (1.0, 0.4), (1.0, 0.1), (0.9, 0.0)])
+    ours = _BestKeeper(lambda m: next(scores))
+    for i in range(4):
+        with torch.no_grad():
+            lin.bias.fill_(i)
+        ours(lin)
+    assert ours.best == (1.0, -0.1) and float(ours.state["bias"]) == 2.0  # the lower loss
+    # The batched keeper with the authors' rule: per model, the same choice.
+    stacked = nn.Linear(1, 2)
+    keeper = _EarliestKeeper(2)
+    for i, (acc, loss) in enumerate([([0.5, 1.0], [0.9, 0.3]), ([1.0, 1.0], [0.4, 0.1])]):
+        with torch.no_grad():
+            stacked.bias.fill_(i)
+        keeper.update(stacked, acc, loss)
+    assert keeper.best == [(1.0, -0.4), (1.0, -0.3)]
+    assert [float(st["bias"]) for st in keeper.state] == [1.0, 0.0]  # type: ignore[index]
+
+
+def test_authors_seed_handling_gives_every_fold_the_same_weights_and_split(tmp_path: Path) -> None:
+    """fold_seeds=False (full): the authors' fixed -seed 8 and split seed 1023 give every fold
+    the same initial weights, batch order and split indices; quick draws them per fold."""
+    exp = GGNNExperiment()
+    full, quick = exp.config("full"), exp.config("quick")
+    assert _fold_key(full, 3) == () and _fold_key(quick, 3) == (3,)
+    assert _seed_key(full, ("fold3", "q1", "a0")) == ("q1", "a0")
+    assert _seed_key(quick, ("fold3", "q1", "a0")) == ("fold3", "q1", "a0")
+    task = babi.generate_task("babi15", n_train=6, n_test=2, seed=3)
+    ctx = RunContext(scale="full", out_dir=tmp_path / "out", quiet=True)
+    s = OFFICIAL["babi15"]
+    tr = babi.examples(task, task.train[:6], annotation_dim=s.annotation_dim, question_type=0)
+    cfg = dataclasses.replace(full, step_scale=1 / s.steps)  # one update
+    weights = []
+    for fold in (1, 2):
+        key = (f"fold{fold}", "q1")
+        runs = exp._train_restarts("babi15", task, cfg, ctx, tr, [], key, range(1))
+        weights.append(runs[0][0].state_dict())
+    for name, w in weights[0].items():
+        torch.testing.assert_close(w, weights[1][name], rtol=0, atol=0)
+    cfg_q = dataclasses.replace(cfg, fold_seeds=True)
+    ctx = RunContext(scale="full", out_dir=tmp_path / "per-fold", quiet=True)  # no resume
+    per_fold = [
+        exp._train_restarts("babi15", task, cfg_q, ctx, tr, [], (f"fold{f}", "q1"), range(1))
+        for f in (1, 2)
+    ]
+    a, b = (r[0][0].state_dict() for r in per_fold)
+    assert any(not torch.equal(a[n], b[n]) for n in a)
 
 
 @pytest.mark.slow
@@ -250,8 +323,11 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     # A question type's 16 runs are one batched model of the authors' steps.
     plan = dict(exp.plan(cfg, full))
     for fold in (1, 3):
-        assert plan[f"babi15 fold{fold}-q1 (16 runs at once)"] == OFFICIAL["babi15"].steps
-        assert plan[f"babi19 fold{fold}-q1 (16 runs at once)"] == OFFICIAL["babi19"].steps
+        assert plan[f"babi15 fold{fold}-q1 (one run)"] == OFFICIAL["babi15"].steps
+        assert plan[f"babi19 fold{fold}-q1 (one run)"] == OFFICIAL["babi19"].steps
+    # The restart variant (--set restarts=16 restart_batch=16): 16 runs as one batched model.
+    variant = dict(exp.plan(dataclasses.replace(cfg, restarts=16, restart_batch=16), full))
+    assert variant["babi15 fold1-q1 (16 runs at once)"] == OFFICIAL["babi15"].steps
     # Quick: one run at a time, up to 16 (an upper bound).
     quick = dict(exp.plan(exp.config("quick"), RunContext(scale="quick")))
     assert quick["babi16 fold0-q1 (up to 16 waves of 1 runs)"] == 16 * OFFICIAL["babi16"].steps
