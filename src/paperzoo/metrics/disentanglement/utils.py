@@ -34,6 +34,12 @@ def check_codes_factors(
     return c, f.astype(np.int64, copy=False)
 
 
+def check_finite(values: np.ndarray, name: str = "codes") -> None:
+    """Raise a one-line ValueError if ``values`` holds NaN or infinite entries."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contain NaN or infinite values")
+
+
 def histogram_discretize(codes: np.ndarray, num_bins: int = 20) -> np.ndarray:
     """Per-latent equal-width histogram bins, as ``np.digitize(x, np.histogram(x, num_bins)[1][:-1])``.
 
