@@ -76,3 +76,55 @@ def test_channels_last_trains_the_same_function() -> None:
     assert not plain[0].weight.is_contiguous(memory_format=torch.channels_last)
     for a, b in zip(plain.parameters(), fast.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)  # same steps up to rounding
+
+
+def test_augment_runs_before_the_attack_and_the_loss() -> None:
+    # Madry et al.'s train.py draws the augmented batch, then attacks it: the attack and the
+    # loss both see augment(x), never the raw batch.
+    x, y = _blobs(8)
+    model = _model()
+    attacked: list[torch.Tensor] = []
+
+    class Record(PGD):
+        def perturb(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+            attacked.append(xb.clone())
+            return xb  # no perturbation: the loss then equals the augmented batch's
+
+    loss_fn = adversarial_loss_fn(
+        lambda m: Record(m, eps=0.1, alpha=0.1, steps=1), augment=lambda b: 1 - b
+    )
+    loss, _ = loss_fn(model, (x, y))
+    torch.testing.assert_close(attacked[0], 1 - x)
+    torch.testing.assert_close(loss, nn.functional.cross_entropy(model(1 - x), y))
+    erm_loss, _ = adversarial_loss_fn(None, augment=lambda b: 1 - b)(model, (x, y))
+    torch.testing.assert_close(erm_loss, loss)
+
+
+def test_pgd_adversarial_training_random_starts_come_from_its_generator(tmp_path) -> None:
+    from paperzoo.adversarial.defenses import pgd_adversarial_training
+
+    x, y = _blobs(64)
+
+    def run(seed: int, out: str) -> list[torch.Tensor]:
+        model = _model()
+        pgd_adversarial_training(
+            model,
+            x,
+            y,
+            eps=0.2,
+            alpha=0.05,
+            attack_steps=2,
+            steps=5,
+            batch_size=16,
+            lr=1e-2,
+            generator=torch.Generator().manual_seed(seed),
+            out_dir=tmp_path / out,
+        )
+        return [p.detach().clone() for p in model.parameters()]
+
+    torch.manual_seed(123)  # the global RNG must not matter
+    a = run(0, "a")
+    torch.manual_seed(456)
+    b, c = run(0, "b"), run(1, "c")
+    assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
+    assert not all(torch.equal(p, q) for p, q in zip(a, c, strict=True))

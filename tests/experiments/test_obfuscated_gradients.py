@@ -75,6 +75,10 @@ def test_cifar_claims_are_full_scale_only():
         "cifar10.sap.eot.robust_acc",
         "cifar10.resize_pad.fixed_draw_pgd.robust_acc",
         "cifar10.resize_pad.eot.robust_acc",
+        "cifar10.thermometer.naive_pgd.robust_acc",
+        "cifar10.thermometer.bpda.robust_acc",
+        "cifar10.pgd_at.pgd.robust_acc",
+        "cifar10.pgd_at.margin_over_obfuscated",
     }
     assert exp.config("full").cifar is not None
     assert exp.config("quick").cifar is None and exp.config("smoke").cifar is None
@@ -108,8 +112,9 @@ def test_cifar_part_on_files_in_the_real_format(tmp_path):
     full = CifarConfig()
     assert (full.resize_min, full.resize_max, full.resize_out) == (32, 34, 35)
     assert full.eps == 8 / 255
-    c = replace(full, depth=8, steps=3, milestones=(2,), batch_size=16, n_eval=12)
-    c = replace(c, eval_batch=6, pgd_steps=2, eot_samples=2)
+    c = replace(full, filters=(2, 2, 4, 6), units=1, steps=3, milestones=(2,), batch_size=16)
+    c = replace(c, n_eval=12, n_eval_pgd_at=14, eval_batch=6, eot_batch=4, pgd_steps=2)
+    c = replace(c, eot_samples=2, at_attack_steps=2, pgd_at_eval_steps=2)
     ctx = RunContext(
         scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data", guard_test=True
     )
@@ -118,9 +123,13 @@ def test_cifar_part_on_files_in_the_real_format(tmp_path):
         x.id for x in get_experiment("obfuscated-gradients").claims if x.id.startswith("cifar10.")
     }
     assert set(measured) == ids
-    assert all(0.0 <= v <= 1.0 for v in measured.values())
-    assert info.name == "cifar10" and details["n_eval"] == 12
-    assert (ctx.out_dir / "runs" / "cifar10_resnet" / "metrics.jsonl").exists()
+    margin = measured.pop("cifar10.pgd_at.margin_over_obfuscated")  # a difference of accuracies
+    assert all(0.0 <= v <= 1.0 for v in measured.values()) and -1.0 <= margin <= 1.0
+    assert info.name == "cifar10" and details["n_eval"] == 12 and details["n_eval_pgd_at"] == 14
+    for name in ("natural", "thermometer", "pgd_at"):
+        assert (ctx.out_dir / "runs" / f"cifar10_{name}" / "metrics.jsonl").exists()
+    # the thermometer code shatters the gradient: a naive attacker sees exactly zero
+    assert details["thermometer_naive_grad_abs_max"] == 0.0
 
 
 def test_attacks_in_batches_cover_every_example_once():
@@ -155,8 +164,9 @@ def _tiny_cifar(tmp_path: Path, n: int = 20):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod._write_cifar10(tmp_path / "data", n=n)
-    c = replace(CifarConfig(), depth=8, steps=2, milestones=(1,), batch_size=8, n_eval=12)
-    return replace(c, eval_batch=6, pgd_steps=1, eot_samples=2)
+    c = replace(CifarConfig(), filters=(2, 2, 4, 6), units=1, steps=2, milestones=(1,))
+    c = replace(c, batch_size=8, n_eval=12, n_eval_pgd_at=12, eval_batch=6, eot_batch=4)
+    return replace(c, pgd_steps=1, eot_samples=2, at_attack_steps=1, pgd_at_eval_steps=1)
 
 
 def test_full_scale_is_the_cifar10_part(tmp_path):
@@ -175,11 +185,16 @@ def test_full_scale_is_the_cifar10_part(tmp_path):
     assert all(not c.id.startswith("cifar10.") for c in exp.claims if c.applies("smoke"))
     cfg = replace(exp.config("full"), cifar=_tiny_cifar(tmp_path))
     ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
-    assert exp.plan(cfg, ctx) == [("cifar10 resnet", 2)]
+    assert exp.plan(cfg, ctx) == [
+        ("cifar10 natural", 2),
+        ("cifar10 thermometer", 2),
+        ("cifar10 pgd_at", 2),
+    ]
     out = exp.run(cfg, ctx)
     assert set(out.measured) == full_ids and all(v is not None for v in out.measured.values())
     assert [d.name for d in out.data] == ["cifar10"]
-    assert sorted(p.name for p in (ctx.out_dir / "runs").iterdir()) == ["cifar10_resnet"]
+    runs = sorted(p.name for p in (ctx.out_dir / "runs").iterdir())
+    assert runs == ["cifar10_natural", "cifar10_pgd_at", "cifar10_thermometer"]
 
 
 def test_full_mnist_variant_is_marked_and_judges_nothing(tmp_path):
@@ -219,8 +234,8 @@ def test_full_run_without_data_root_exits_2_and_writes_nothing(tmp_path, capsys)
 
 
 def test_dry_run_attacks_batches_small_enough_for_eot(tmp_path):
-    # --max-steps N: N batches of eval_batch / eot_samples images (one EOT call then holds
-    # eval_batch images' activations; 30 x 250 CIFAR images with gradients is ~18 GB).
+    # --max-steps N: N batches of min(eot_batch, eval_batch / eot_samples) images for every
+    # attack (EOT repeats its batch eot_samples times in one pass through the wide ResNet).
     from paperzoo.engine import budget
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.obfuscated_gradients import _run_cifar
@@ -229,7 +244,8 @@ def test_dry_run_attacks_batches_small_enough_for_eot(tmp_path):
     ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
     with budget.capped(budget.StepBudget(2)):
         _, details, _ = _run_cifar(c, ctx)
-    assert details["n_eval"] == 2 * (c.eval_batch // c.eot_samples)
+    small = min(c.eot_batch, c.eval_batch // c.eot_samples)
+    assert small == 3 and details["n_eval"] == details["n_eval_pgd_at"] == 2 * small
 
 
 def test_dry_run_of_the_mnist_part_splits_eot_calls(smoke_ctx, monkeypatch):
@@ -251,3 +267,76 @@ def test_dry_run_of_the_mnist_part_splits_eot_calls(smoke_ctx, monkeypatch):
     with budget.capped(budget.StepBudget(2)):
         exp._run_mnist("mnist5k", cfg, smoke_ctx)
     assert set(batches) == {cfg.batch_size // cfg.eot_samples}
+
+
+def test_full_cifar_claims_have_the_papers_targets():
+    # Table 1 (the authors' README copy): thermometer 0 %, Madry et al. 47 %, at 0.031 l_inf.
+    exp = get_experiment("obfuscated-gradients")
+    claims = {c.id: c for c in exp.claims}
+    expect = {
+        "cifar10.thermometer.bpda.robust_acc": (0.0, "<= 0.05"),
+        "cifar10.thermometer.naive_pgd.robust_acc": (None, ">= 0.5"),
+        "cifar10.pgd_at.pgd.robust_acc": (0.47, ">= 0.42"),
+        "cifar10.pgd_at.margin_over_obfuscated": (0.47, ">= 0.37"),
+        "cifar10.sap.eot.robust_acc": (0.0, "<= 0.05"),
+    }
+    for cid, (paper, target) in expect.items():
+        c = claims[cid]
+        assert c.kind == "finding" and c.scales == ("full",)
+        assert c.paper == paper and c.target_at("full") == target
+    for cid in ("cifar10.thermometer.clean_acc", "cifar10.pgd_at.clean_acc"):
+        assert claims[cid].kind == "check" and claims[cid].scales == ("full",)
+
+
+def test_full_cifar_config_is_the_authors():
+    # cifar10_challenge: model.py (widths, 5 units), config.json (80k steps of 128, lr 0.1 /
+    # 0.01 / 0.001 at 40k / 60k, momentum 0.9, weight decay 2e-4, PGD 10 steps of 2/255 within
+    # 8/255 for training); the leaderboard's 20-step PGD on the 10,000 test images;
+    # obfuscated-gradients/thermometer: 16 levels; sap_model.py: N = 2 x activations.
+    c = get_experiment("obfuscated-gradients").config("full").cifar
+    assert (c.filters, c.units) == ((16, 160, 320, 640), 5)
+    assert (c.steps, c.batch_size, c.lr, c.milestones) == (80_000, 128, 0.1, (40_000, 60_000))
+    assert (c.momentum, c.weight_decay, c.thermometer_levels) == (0.9, 2e-4, 16)
+    assert (c.at_eps, c.at_alpha, c.at_attack_steps) == (8 / 255, 2 / 255, 10)
+    assert (c.pgd_at_eval_steps, c.pgd_at_eval_alpha, c.n_eval_pgd_at) == (20, 2 / 255, 10_000)
+    assert c.eps == 8 / 255 and c.sap_frac == 2.0
+
+
+def test_pgd_at_trains_against_the_authors_attack(tmp_path, monkeypatch):
+    """The CIFAR part's PGD-AT loop builds config.json's attack at every step (eps 8/255, 10
+    steps of 2/255, random start) on the augmented batch, and trains on its output only."""
+    from dataclasses import replace
+
+    import torch
+
+    from paperzoo.adversarial.attacks import PGD
+    from paperzoo.adversarial.defenses import adversarial_training as at_mod
+    from paperzoo.data import load_dataset
+    from paperzoo.experiments import RunContext
+    from paperzoo.experiments import obfuscated_gradients as og
+
+    built: list[tuple[float, float, int, bool]] = []
+    seen: list[torch.Tensor] = []
+
+    class SpyPGD(PGD):
+        def __init__(self, model, **kw):  # noqa: ANN001, ANN003
+            super().__init__(model, **kw)
+            built.append((self.eps, self.alpha, self.steps, self.random_start))
+
+        def perturb(self, x, y):  # noqa: ANN001, ANN202
+            seen.append(x.clone())
+            return super().perturb(x, y)
+
+    monkeypatch.setattr(at_mod, "PGD", SpyPGD)
+    c = replace(_tiny_cifar(tmp_path), at_attack_steps=10, steps=3)
+    ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
+    split = load_dataset("cifar10", data_root=ctx.data_root, seed=0)
+    model = og._cifar_models(c, ctx, split.num_classes)["pgd_at"]
+    og._train_cifar("pgd_at", model, c, ctx, split.x_train, split.y_train)
+    assert built == [(8 / 255, 2 / 255, 10, True)] * 3
+    # the attack sees augmented images (a crop of the zero-padded image or a mirror), not the
+    # raw training rows
+    raw = {tuple(v.flatten().tolist()) for v in split.x_train}
+    assert all(x.shape[1:] == (3, 32, 32) for x in seen)
+    assert any(tuple(v.flatten().tolist()) not in raw for x in seen for v in x)
+    assert not model.training

@@ -28,7 +28,10 @@ LossFnOut = tuple[Tensor, dict[str, float]]
 
 
 def adversarial_loss_fn(
-    attack: AttackFactory | None, *, clean_weight: float = 0.0
+    attack: AttackFactory | None,
+    *,
+    clean_weight: float = 0.0,
+    augment: Callable[[Tensor], Tensor] | None = None,
 ) -> Callable[[nn.Module, tuple[Tensor, Tensor]], LossFnOut]:
     """A ``Trainer`` loss function for ERM (``attack=None``) or adversarial training.
 
@@ -37,6 +40,9 @@ def adversarial_loss_fn(
             from DistributedDataParallel: the attack needs no gradient synchronisation).
         clean_weight: weight of the clean loss; the adversarial loss gets ``1 - clean_weight``
             (Goodfellow et al.'s mixed objective uses 0.5; Madry et al. use 0).
+        augment: ``x -> x'`` applied to every training batch first, so that the attack perturbs
+            the augmented images (Madry et al.'s ``cifar10_challenge/train.py`` draws the
+            augmented batch, then runs PGD on it); ``None``: no augmentation.
 
     Returns:
         ``(model, (x, y)) -> (loss, {"acc": ..., "adv_acc": ..., ...})``.
@@ -49,6 +55,8 @@ def adversarial_loss_fn(
 
     def loss_fn(model: nn.Module, batch: tuple[Tensor, Tensor]) -> LossFnOut:
         x, y = batch[0], batch[1]
+        if augment is not None:
+            x = augment(x)
         if attack is None or clean_weight == 1.0:
             logits = model(x)
             loss = F.cross_entropy(logits, y)
@@ -104,6 +112,7 @@ def train_classifier(
     extra: dict[str, Extra] | None = None,
     resume: bool = False,
     channels_last: bool = False,
+    augment: Callable[[Tensor], Tensor] | None = None,
 ) -> History:
     """Train ``model`` in place on ``(x, y)`` with ERM or adversarial training.
 
@@ -124,6 +133,7 @@ def train_classifier(
         resume: continue from the newest checkpoint in ``out_dir`` (a finished run is loaded).
         channels_last: the engine's ``TrainConfig.channels_last`` (the model and 4-D batches in
             channels-last memory format; faster convolutions on CPUs, see ``bench conv_layout``).
+        augment: see ``adversarial_loss_fn`` (a generator it draws from belongs in ``extra``).
 
     Returns:
         The engine's ``History``.
@@ -141,7 +151,7 @@ def train_classifier(
     trainer = Trainer(
         model,
         opt,
-        adversarial_loss_fn(attack, clean_weight=clean_weight),
+        adversarial_loss_fn(attack, clean_weight=clean_weight, augment=augment),
         config=config,
         out_dir=out_dir,
         lr_schedule=lr_schedule,

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from paperzoo.adversarial.attacks import PGD
 from paperzoo.adversarial.training import train_classifier
 from paperzoo.engine import History
+from paperzoo.engine.trainer import Extra
 
 
 def pgd_adversarial_training(
@@ -39,6 +40,9 @@ def pgd_adversarial_training(
     desc: str = "pgd-at",
     lr_schedule: Callable[[int], float] | None = None,
     resume: bool = False,
+    augment: Callable[[Tensor], Tensor] | None = None,
+    generator: torch.Generator | None = None,
+    extra: dict[str, Extra] | None = None,
 ) -> History:
     """Train ``model`` in place with PGD adversarial training.
 
@@ -46,6 +50,11 @@ def pgd_adversarial_training(
         eps, alpha, attack_steps, norm: the training attack (PGD with random start).
         eps_warmup: steps over which eps (and alpha) grow linearly from 0 (0: no warm-up). A
             common stabiliser for MNIST at eps = 0.3; not in Madry et al.
+        augment: applied to each training batch before the attack (see
+            ``paperzoo.adversarial.training.adversarial_loss_fn``).
+        generator: the training attack's random starts (None: torch's global RNG); it is
+            checkpointed with the run.
+        extra: further state for the checkpoints (e.g. the generator ``augment`` draws from).
         other args: see ``paperzoo.adversarial.training.train_classifier``.
     """
     calls = _Counter()
@@ -54,7 +63,19 @@ def pgd_adversarial_training(
         # The factory is called once per training step, so its call count is the step number.
         frac = min(1.0, (calls.n + 1) / eps_warmup) if eps_warmup > 0 else 1.0
         calls.n += 1
-        return PGD(m, eps=eps * frac, alpha=alpha * frac, steps=attack_steps, norm=norm)
+        return PGD(
+            m,
+            eps=eps * frac,
+            alpha=alpha * frac,
+            steps=attack_steps,
+            norm=norm,
+            generator=generator,
+        )
+
+    state: dict[str, Extra] = {"attack_calls": calls}  # checkpointed: the warm-up resumes
+    if generator is not None:
+        state["attack_generator"] = generator
+    state.update(extra or {})
 
     return train_classifier(
         model,
@@ -72,8 +93,9 @@ def pgd_adversarial_training(
         progress=progress,
         desc=desc,
         lr_schedule=lr_schedule,
-        extra={"attack_calls": calls},  # checkpointed: the warm-up resumes where it was
+        extra=state,
         resume=resume,
+        augment=augment,
     )
 
 
