@@ -486,6 +486,7 @@ _QUICK_DIAG = DiagnosticsConfig(
 @EXPERIMENTS.register("obfuscated-gradients")
 class ObfuscatedGradientsExperiment(Experiment):
     name = "obfuscated-gradients"
+    cuda_precision = "bf16"  # the reason: docs/obfuscated-gradients.md, "Precision on CUDA"
     title = (
         "Obfuscated Gradients Give a False Sense of Security: "
         "Circumventing Defenses to Adversarial Examples"
@@ -497,7 +498,8 @@ class ObfuscatedGradientsExperiment(Experiment):
     claims = _claims()
     not_estimated = (
         "the attacks and the checklist on the test examples beyond the first batches (n_eval, n_curve, n_diag)",
-        "the CIFAR-10 attacks on the test images beyond the first batches (cifar.n_eval)",
+        "the CIFAR-10 attacks on the test images beyond the first batches (cifar.n_eval, "
+        "cifar.n_eval_pgd_at)",
     )
     configs = {
         "smoke": ObfuscatedConfig(
