@@ -228,3 +228,44 @@ def test_bad_overrides_exit_2(argv, message, capsys, tmp_path):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+# -- merges that keep their marks (issue 38) ------------------------------------------------------
+
+
+def _shard_result(seed: int, k: int, n: int = 2):
+    from paperzoo.report import ClaimResult, Result
+
+    return Result(
+        paper="resnet", title="T", scale="quick", seeds=[seed], device="cpu", wall_seconds=1.0,
+        paperzoo_version="0.2.0", torch_version="2.13.0",
+        data=[{"name": "d", "source": "generated", "n_train": 1, "n_test": 1}],
+        claims=[ClaimResult("f", "a finding", 1.0, [1.0], "> 0")], shard=(k, n),
+        commit="0123456789ab", source_sha256="f" * 64,
+    )  # fmt: skip
+
+
+def test_shards_of_different_seeds_do_not_merge_into_one_grid(tmp_path, capsys):
+    from paperzoo.report import write_report
+
+    write_report(_shard_result(0, 0), tmp_path / "s0")
+    write_report(_shard_result(1, 1), tmp_path / "s1")
+    rc = main(["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(tmp_path / "m")])
+    assert rc == 2 and "must come from one seed" in capsys.readouterr().err
+
+
+def test_merge_out_may_not_be_one_of_its_inputs(tmp_path, capsys):
+    from paperzoo.report import write_report
+
+    write_report(_shard_result(0, 0), tmp_path / "s0")
+    before = (tmp_path / "s0" / "results.json").read_text()
+    rc = main(["merge", str(tmp_path / "s0"), "--out", str(tmp_path / "s0")])
+    assert rc == 2 and "is one of the runs merged" in capsys.readouterr().err
+    assert (tmp_path / "s0" / "results.json").read_text() == before
+
+
+def test_a_paper_without_a_grid_refuses_shard(tmp_path, capsys):
+    rc = main(["reproduce", "coordconv", "--scale", "smoke", "--shard", "0/1",
+               "--out", str(tmp_path / "o")])  # fmt: skip
+    assert rc == 2 and "no grid" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

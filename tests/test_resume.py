@@ -138,3 +138,79 @@ def test_out_dir_is_claimed_by_one_run(tmp_path):
     with pytest.raises(RunMismatchError, match="checkpoints without a run.json"):
         claim_out_dir(tmp_path, spec)
     assert not (tmp_path / "run.json").exists()  # refused: nothing written
+
+
+# -- resume by the same code and data only (issue 38) ---------------------------------------------
+
+GAT = ["reproduce", "gat", "--scale", "smoke", "--quiet", "--threads", "1"]
+
+
+def _identity(monkeypatch, commit: str) -> None:
+    import paperzoo.provenance as provenance
+
+    ident = {"commit": commit, "source_sha256": commit[:1] * 64}
+    monkeypatch.setattr(provenance, "code_identity", lambda: dict(ident))
+
+
+def test_a_resume_by_other_code_exits_2_and_restart_starts_over(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    _identity(monkeypatch, "aaaaaaaaaaaa")  # the commit with the bug
+    assert main([*GAT, "--out", str(out)]) == 0
+    first = json.loads((out / "results.json").read_text())
+    assert first["commit"] == "aaaaaaaaaaaa"
+    assert json.loads((out / "run.json").read_text())["code"]["commit"] == "aaaaaaaaaaaa"
+    _identity(monkeypatch, "bbbbbbbbbbbb")  # the fix, committed: the same command
+    capsys.readouterr()
+    assert main([*GAT, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "commit aaaaaaaaaaaa" in err and "commit bbbbbbbbbbbb" in err and "--restart" in err
+    assert json.loads((out / "results.json").read_text()) == first  # nothing overwritten
+    (out / "log.txt").write_text("kept\n")
+    assert main([*GAT, "--out", str(out), "--restart"]) == 0
+    assert json.loads((out / "results.json").read_text())["commit"] == "bbbbbbbbbbbb"
+    assert (out / "log.txt").read_text() == "kept\n"
+    assert main([*GAT, "--out", str(out)]) == 0  # the same code again: resumes
+
+
+def test_a_resume_on_other_data_files_is_refused(tmp_path):
+    from paperzoo.experiments import RunContext
+    from paperzoo.experiments.runner import RunMismatchError, claim_out_dir, run_spec
+
+    root = tmp_path / "data"
+    (root / "mnist").mkdir(parents=True)
+    (root / "mnist" / "train-images-idx3-ubyte").write_bytes(b"\0" * 64)
+    ctx = RunContext(scale="full", data_root=root)
+    spec = run_spec("gat", ctx, {"steps": 1}, "mnist")
+    out = tmp_path / "run"
+    assert claim_out_dir(out, spec) is False
+    from paperzoo.engine import save_state
+
+    save_state(out / "runs" / "m" / "checkpoints", 1, {"w": torch.zeros(1)})
+    (root / "mnist" / "train-images-idx3-ubyte").write_bytes(b"\1" * 65)  # other files
+    with pytest.raises(RunMismatchError, match="other data files.*--restart"):
+        claim_out_dir(out, run_spec("gat", ctx, {"steps": 1}, "mnist"))
+
+
+def test_a_resumed_run_counts_the_wall_time_of_every_session(tmp_path):
+    out = tmp_path / "run"
+    assert main([*GAT, "--out", str(out)]) == 0
+    first = json.loads((out / "results.json").read_text())["wall_seconds"]
+    sessions = json.loads((out / "sessions.json").read_text())
+    assert len(sessions) == 1 and sessions[0][1] - sessions[0][0] == pytest.approx(first, abs=1.0)
+    assert main([*GAT, "--out", str(out)]) == 0  # resumes: every model loads
+    again = json.loads((out / "results.json").read_text())
+    assert len(json.loads((out / "sessions.json").read_text())) == 2
+    assert again["wall_seconds"] >= first
+    assert any(n.startswith("resumed: 2 sessions") for n in again["notes"])
+
+
+def test_a_diverged_run_writes_results_with_exit_0(tmp_path):
+    out = tmp_path / "run"
+    assert main([*GAT, "--set", "lr=1e30", "--set", "steps=10", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text())
+    for c in result["claims"]:  # reported numbers (checks without a target) stay "reported"
+        assert c["verdict"] in ("not measured", "reported") and c["per_seed"] == [None]
+        assert c["why_not_measured"][0].startswith("diverged at step ")
+    assert {c["verdict"] for c in result["claims"] if c["kind"] == "finding"} == {"not measured"}
+    assert "not measured (diverged at step" in (out / "report.md").read_text()

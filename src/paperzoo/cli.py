@@ -149,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
     r.add_argument(
+        "--restart",
+        action="store_true",
+        help="start over: clear what an earlier run left in --out (a run resumes only with the "
+        "code and data that started it)",
+    )
+    r.add_argument(
         "--part",
         help="run one part of the paper (e.g. wrm's spheres; see `paperzoo list`): its findings "
         "count for that part only",
@@ -233,6 +239,8 @@ def list_catalogue() -> dict:
                         "paper": c.paper,
                         "scales": list(c.scales),  # where it is measured (most: every scale)
                         "targets": c.targets(),
+                        # why the paper number is not verified (None: verified, source in docs)
+                        "unverified": c.unverified,
                     }
                     for c in exp.claims
                 ],
@@ -259,6 +267,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             else:
                 target = "; ".join(f"{s} {v}" for s, v in t.items())
             sys.stdout.write(f"  - [{c['kind']}] {c['id']}  [{target}]  {c['statement']}\n")
+            if c["unverified"]:
+                sys.stdout.write(f"      paper number unverified: {c['unverified']}\n")
     return 0
 
 
@@ -293,6 +303,8 @@ def _child_args(args: argparse.Namespace) -> list[str]:
         out += ["--set", item]
     if args.max_steps is not None:
         out += ["--max-steps", str(args.max_steps)]
+    if args.restart:
+        out.append("--restart")
     return out
 
 
@@ -352,7 +364,7 @@ def _resume_command(args: argparse.Namespace) -> str:
         cmd += ["--jobs", str(args.jobs)]
     if args.out is not None or not args.all:
         cmd += ["--out", str(args.out if args.out is not None else _default_out(args, args.name))]
-    cmd += _child_args(args)
+    cmd += [a for a in _child_args(args) if a != "--restart"]  # resuming must not start over
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     if args.shard is not None:
@@ -438,6 +450,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                     dist=dist,
                     part=args.part,
                     command=args.command_line,
+                    restart=args.restart,
                 )
                 result = run_experiment(name, ctx, overrides)
             if multi and dist.is_main:
@@ -471,8 +484,11 @@ def _check_run(name: str, args: argparse.Namespace) -> None:
         folds=args.folds,
         part=args.part,
     )
+    exp = get_experiment(name)
+    if args.shard is not None and not exp.has_grid:
+        raise UsageError(f"{name} trains no grid of models: --shard does not apply")
     try:
-        check_run(get_experiment(name), ctx)
+        check_run(exp, ctx)
     except ValueError as err:
         raise UsageError(str(err)) from None
 
@@ -531,9 +547,19 @@ def _check_out_dir(out: Path | None) -> None:
 def cmd_merge(args: argparse.Namespace) -> int:
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.runner import aggregate_dirs, build_result, get_experiment
-    from paperzoo.report import check_same_run, combine_partial, load_result, write_report
+    from paperzoo.report import (
+        check_same_run,
+        combine_partial,
+        format_seeds,
+        load_result,
+        write_report,
+    )
 
     _check_out_dir(args.out)
+    out = args.out.resolve()
+    for d in args.dirs:
+        if d.resolve() == out or out in d.resolve().parents:
+            raise UsageError(f"--out {args.out} is one of the runs merged ({d}): choose another")
     try:
         results = [load_result(d) for d in args.dirs]
     except ValueError as err:
@@ -567,6 +593,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
         )
     if any(r.config != results[0].config or r.overrides != results[0].overrides for r in results):
         raise UsageError("shards to merge must share one config (they ran different settings)")
+    if len({tuple(r.seeds) for r in results}) > 1:
+        raise UsageError(
+            "shards to merge must come from one seed, got seeds "
+            + ", ".join(
+                f"{format_seeds(r.seeds)} ({d})" for r, d in zip(results, args.dirs, strict=True)
+            )
+        )
     exp = get_experiment(papers.pop())
     raw = [json.loads((d / "results.json").read_text()) for d in args.dirs]
     first = results[0]

@@ -166,6 +166,9 @@ class Outcome:
     details: dict[str, Any] = field(
         default_factory=dict
     )  # extra JSON-able numbers for results.json
+    # claim id -> why it has no value (e.g. "diverged at step 412 (deconv)"): the claims of a
+    # model that diverged are recorded as not measured with the reason, the others judged
+    why_not_measured: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,7 @@ class RunContext:
     # --max-steps: every loop stops after this many steps (paperzoo.engine.budget); None: off
     max_steps: int | None = None
     dist: DistInfo = field(default_factory=DistInfo)
+    restart: bool = False  # --restart: clear what an earlier run left in out_dir first
     # Selection hygiene check (tests): test data passed through ``holdout`` raise when read
     # outside ``final_evaluation()`` (paperzoo.data.holdout). Off: both are no-ops.
     guard_test: bool = False
@@ -333,6 +337,12 @@ class Experiment(ABC):
         """What ``run`` will train with ``cfg``: (model or phase, optimisation steps) in training
         order, for the line a run logs at its start (``runner.plan_line``). Empty: not declared."""
         return []
+
+    @property
+    def has_grid(self) -> bool:
+        """Whether the experiment trains a grid of models that ``--shard K/N`` splits (it then
+        overrides ``merge``)."""
+        return type(self).merge is not Experiment.merge
 
     def merge(self, results: list[dict[str, Any]], ctx: RunContext) -> Outcome:
         """Combine the ``results.json`` of shards into one outcome (``paperzoo merge``)."""

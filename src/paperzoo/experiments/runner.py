@@ -1,9 +1,12 @@
 """Runs a registered experiment and writes its report.
 
 A run records what it is (``run.json`` in its output directory: paper, scale, seed, resolved config,
-data) before it trains; its models checkpoint under the same directory. A rerun of the same command
-with the same ``--out`` therefore resumes: finished models are loaded, unfinished ones continue
-from their last checkpoint. A different command pointed at that directory is refused.
+data, and the code: commit and source digest) before it trains; its models checkpoint under the
+same directory. A rerun of the same command with the same ``--out`` and the same code therefore
+resumes: finished models are loaded, unfinished ones continue from their last checkpoint. A
+different command, other code (another commit, a dirty tree made clean, any source change) or
+other data files pointed at that directory is refused: models trained by other code must not
+end up in a result labelled with this code. ``--restart`` starts such a directory over.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
             [_plain(outcome.measured[c.id])],
             c.target_at(ctx.scale),
             c.kind,
+            unverified=c.unverified,
+            why_not_measured=[outcome.why_not_measured[c.id]]
+            if c.id in outcome.why_not_measured
+            else None,
         )
         for c in specs
     ]
@@ -132,7 +139,36 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
         spec["part"] = ctx.part
     if ctx.max_steps is not None:  # a capped run is another run (never resumed as a real one)
         spec["max_steps"] = ctx.max_steps
+    from paperzoo.provenance import code_identity
+
+    spec["code"] = dict(code_identity())  # models trained by other code are never resumed
+    spec["data_files"] = data_files_digest(ctx.data_root)
     return spec
+
+
+def data_files_digest(data_root: Path | str | None, max_files: int = 50_000) -> str | None:
+    """A digest of the files under ``data_root`` (relative path, size, modification time),
+    or None without one: what a resumed run must find unchanged. Generated and embedded data are
+    identified by the code and config instead. Above ``max_files`` files (ImageNet) only their
+    count and total size are digested. Contents are not read here: a full run's files are
+    checked against their pinned digests (``paperzoo.data.layouts``)."""
+    import hashlib
+
+    if data_root is None:
+        return None
+    root = Path(data_root).resolve()
+    if not root.is_dir():
+        return None
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    if len(files) > max_files:
+        total = sum(p.stat().st_size for p in files)
+        h.update(f"{len(files)} files, {total} bytes".encode())
+        return h.hexdigest()
+    for p in files:
+        st = p.stat()
+        h.update(f"{p.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
 
 
 def _diff(old: Any, new: Any, key: str = "") -> list[str]:
@@ -190,6 +226,18 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
                 + (f", not of one with --max-steps {has}" if has else ", not of a complete one")
                 + ": choose another --out or delete the directory"
             )
+        if isinstance(old, dict) and old.get("code") != spec.get("code"):
+            raise RunMismatchError(
+                f"--out {out_dir} holds checkpoints made by other code ({_code(old.get('code'))}), "
+                f"not this paperzoo ({_code(spec.get('code'))}): resume with the code that started "
+                "it, choose another --out, or add --restart to start over"
+            )
+        if isinstance(old, dict) and old.get("data_files") != spec.get("data_files"):
+            raise RunMismatchError(
+                f"--out {out_dir} holds checkpoints trained on other data files (digest "
+                f"{str(old.get('data_files'))[:12]}, now {str(spec.get('data_files'))[:12]} under "
+                f"{spec.get('data_root')}): choose another --out, or add --restart to start over"
+            )
         diff = _diff(old, spec)
         raise RunMismatchError(
             f"--out {out_dir} holds checkpoints of a different run ({'; '.join(diff[:4])}"
@@ -198,6 +246,40 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
         )
     atomic_write_text(record, json.dumps(spec, indent=2) + "\n")  # nothing to resume: ours now
     return False
+
+
+def _code(code: Any) -> str:
+    """A run record's code as a message names it: ``commit 1a4d5126a0c3, source 9f2c...``."""
+    if not isinstance(code, dict):
+        return "unrecorded: a run of an older paperzoo"
+    return f"commit {code.get('commit')}, source {str(code.get('source_sha256'))[:12]}"
+
+
+def clear_run(out_dir: Path) -> None:
+    """``--restart``: remove what a run left in ``out_dir`` (its record, checkpoints, finished
+    models, results and figures); other files (a seed's ``log.txt``) stay.
+
+    Raises:
+        RunMismatchError: ``out_dir`` holds checkpoints but no run record (not a paperzoo run
+            directory, or an older one): nothing is deleted.
+    """
+    import shutil
+
+    if not out_dir.is_dir():
+        return
+    if not (out_dir / RUN_RECORD).exists() and _has_state(out_dir):
+        raise RunMismatchError(
+            f"--restart: {out_dir} holds checkpoints without a {RUN_RECORD}; it is not cleared "
+            "(delete it yourself or choose another --out)"
+        )
+    for p in out_dir.iterdir():
+        if p.name == "log.txt":
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    log.info("--restart: cleared %s", out_dir)
 
 
 def plan_line(exp: Experiment, cfg: Any, ctx: RunContext, *, shown: int = 6) -> str | None:
@@ -247,31 +329,131 @@ def run_experiment(
     cfg = resolve_config(name, ctx.scale, overrides)
     dataset = check_run(exp, ctx)
     spec = run_spec(name, ctx, cfg, dataset)
-    if ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec):
+    if ctx.restart and ctx.dist.is_main:
+        clear_run(Path(ctx.out_dir))
+    resumed = ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec)
+    if resumed:
         log.info("%s: resuming the run in %s", name, ctx.out_dir)
     log.info("reproducing %s at scale %s (seed %d)", name, ctx.scale, ctx.seed)
     line = plan_line(exp, cfg, ctx)
     if line:
         log.info("%s", line)
+    with SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock:
+        result = _run_and_build(exp, cfg, ctx, overrides, clock)
+    if ctx.dist.is_main:
+        write_report(result, ctx.out_dir)
+    return result
+
+
+SESSIONS = "sessions.json"
+
+
+class SessionClock:
+    """The wall time of a run over all its sessions: a resumed run's ``wall_seconds`` counts the
+    sessions before it too. ``OUT/sessions.json`` lists ``[start, end]`` (Unix seconds) per
+    session; the running session's end is refreshed every ``every`` seconds, so that a session
+    killed outright (SIGKILL) still counts up to its last refresh."""
+
+    def __init__(self, out_dir: Path, resumed: bool, *, enabled: bool = True, every: float = 30.0):
+        self.path, self.enabled, self.every = out_dir / SESSIONS, enabled, every
+        self.before: list[list[float]] = []
+        if enabled and resumed:
+            try:
+                self.before = [list(map(float, x)) for x in json.loads(self.path.read_text())]
+            except (OSError, ValueError, TypeError):
+                log.warning(
+                    "%s is missing or unreadable: earlier sessions' time not counted", self.path
+                )
+        self.start = time.time()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _write(self) -> None:
+        sessions = [*self.before, [self.start, time.time()]]
+        try:
+            atomic_write_text(self.path, json.dumps(sessions) + "\n")
+        except OSError as err:  # the clock never stops a run
+            log.warning("cannot record the session's time in %s: %s", self.path, err)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            self._write()
+
+    def __enter__(self) -> SessionClock:
+        if self.enabled:
+            self._write()
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.enabled:
+            self._write()
+
+    @property
+    def earlier(self) -> float:
+        """Seconds of the sessions before this one."""
+        return sum(max(0.0, end - start) for start, end in self.before)
+
+    @property
+    def sessions(self) -> int:
+        return len(self.before) + 1
+
+
+def _run_and_build(
+    exp: Experiment,
+    cfg: Any,
+    ctx: RunContext,
+    overrides: Mapping[str, str] | None,
+    clock: SessionClock,
+) -> Result:
     start = time.perf_counter()
     if ctx.max_steps is None:
-        outcome = exp.run(cfg, ctx)
+        outcome = run_or_diverge(exp, cfg, ctx)
         wall = time.perf_counter() - start
         partial = None
     else:
         with budget.capped(budget.StepBudget(ctx.max_steps, ctx.device)) as steps:
-            outcome = exp.run(cfg, ctx)
+            outcome = run_or_diverge(exp, cfg, ctx)
         wall = time.perf_counter() - start
         partial = steps.summary(wall)
         partial["device"] = ctx.device
         partial["not_estimated"] = list(exp.not_estimated)
-    result = build_result(exp, outcome, ctx, wall)
+    if clock.before:
+        outcome.notes.append(
+            f"resumed: {clock.sessions} sessions, {clock.earlier:.0f} s before this one "
+            "(counted in wall_seconds)"
+        )
+    result = build_result(exp, outcome, ctx, wall + clock.earlier)
     result.partial = partial
     result.config = config_to_dict(cfg)
     result.overrides = dict(overrides or {})
-    if ctx.dist.is_main:
-        write_report(result, ctx.out_dir)
     return result
+
+
+def run_or_diverge(exp: Experiment, cfg: Any, ctx: RunContext) -> Outcome:
+    """``exp.run(cfg, ctx)``; a loss that became NaN or infinite and was not handled by the
+    experiment (which may record one model's divergence itself, ``Outcome.why_not_measured``)
+    ends the run with every claim "not measured (diverged at step N)" instead of a traceback, so
+    that the seed is recorded as it ran and not swapped for another."""
+    from paperzoo.engine import NonFiniteLossError
+
+    try:
+        return exp.run(cfg, ctx)
+    except NonFiniteLossError as err:
+        why = f"diverged at step {err.step}: loss {err.value}"
+        log.warning(
+            "%s seed %d: %s; every claim is recorded as not measured", exp.name, ctx.seed, why
+        )
+        claims = exp.claims_at(ctx)
+        return Outcome(
+            measured={c.id: None for c in claims},
+            notes=[f"the run {why}; its claims are not measured (the seed is kept, not replaced)"],
+            why_not_measured={c.id: why for c in claims},
+        )
 
 
 class SeedRunError(RuntimeError):
