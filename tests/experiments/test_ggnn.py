@@ -12,9 +12,10 @@ import torch
 from torch import nn
 
 from paperzoo.cli import main
-from paperzoo.data import babi
+from paperzoo.data import babi, layouts
 from paperzoo.experiments import RunContext
 from paperzoo.experiments.ggnn import (
+    _CLAIM_ID,
     BASELINE,
     DEVIATIONS,
     FULL_GAPS,
@@ -255,6 +256,19 @@ def test_authors_seed_handling_gives_every_fold_the_same_weights_and_split(tmp_p
     assert any(not torch.equal(a[n], b[n]) for n in a)
 
 
+def test_part_models_measures_the_models_alone_without_baselines() -> None:
+    """--part models: the seven accuracy findings, no baseline in the plan (issue 39)."""
+    exp = GGNNExperiment()
+    ctx = RunContext(scale="full", data_root=FIXTURES, folds=(1,), part="models")
+    ids = {c.id for c in exp.claims_at(ctx)}
+    assert ids == {f"{_CLAIM_ID[t]}.test_acc" for t in OFFICIAL}
+    plan = dict(exp.plan(exp.config("full"), ctx))
+    assert plan and not any(k.startswith(("rnn ", "lstm ")) for k in plan)
+    assert len(exp.claims_at(RunContext(scale="full", data_root=FIXTURES))) > len(ids)
+    with pytest.raises(ValueError, match="models"):
+        exp.claims_at(RunContext(scale="full", part="baselines"))
+
+
 @pytest.mark.slow
 def test_quick_run_all_claims_hold(tmp_path: Path) -> None:
     ctx = RunContext(scale="quick", out_dir=tmp_path / "out", quiet=True)
@@ -296,6 +310,12 @@ def test_full_refuses_a_root_without_a_whole_official_fold(
     assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
 
 
+def _pin_fixture(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Pin the files under ``root`` as the official folds' release (``layouts.PINNED``)."""
+    release = layouts.Release("test fixture", layouts.pin_tree(root))
+    monkeypatch.setitem(layouts.PINNED, babi.FOLDS_LAYOUT, release)
+
+
 def _ten_folds(root: Path) -> None:
     """Folds 1-10 in the official layout: fold 1 written, the others links to its directories."""
     _write_fold(root, 1, seed=11, n_test=5)
@@ -304,7 +324,7 @@ def _ten_folds(root: Path) -> None:
         (root / "extra_seq_tasks" / f"fold_{k}").symlink_to(root / "extra_seq_tasks" / "fold_1")
 
 
-def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None:
+def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path, monkeypatch) -> None:
     exp = GGNNExperiment()
     cfg = exp.config("full")
     root = tmp_path / "babi"
@@ -312,6 +332,7 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     _write_fold(root, 3, seed=33, n_test=5)
     _write_fold(root, 4, seed=44, n_test=5)
     (root / "processed_4" / "test" / "19_graphs.txt").unlink()  # fold 4 incomplete: not present
+    _pin_fixture(monkeypatch, root)  # the fixture stands in for the authors' release
     full = RunContext(scale="full", data_root=root)
     assert exp._folds(cfg, full) == [1, 3]
     exp.require_data(full)
@@ -343,11 +364,13 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path) -> None
     assert exp.setting_note(RunContext(scale="quick", data_root=root)) is None
 
 
-def test_all_ten_folds_are_the_papers_setting(tmp_path: Path) -> None:
+def test_all_ten_folds_are_the_papers_setting(tmp_path: Path, monkeypatch) -> None:
     exp = GGNNExperiment()
     root = tmp_path / "babi"
     _ten_folds(root)
     ctx = RunContext(scale="full", data_root=root)
+    assert "not the canonical Symbolic bAbI" in exp.setting_note(ctx)  # not the authors' files
+    _pin_fixture(monkeypatch, root)  # the fixture stands in for the authors' release
     assert exp._folds(exp.config("full"), ctx) == list(range(1, 11))
     assert exp.setting_note(ctx) is None
     every = RunContext(scale="full", data_root=root, folds=tuple(range(1, 11)))  # --folds 1-10
@@ -364,10 +387,11 @@ def test_generated_data_at_full_is_a_named_substitute() -> None:
     assert exp.setting_note(RunContext(scale="quick")) is None
 
 
-def test_full_dry_run_reads_every_fold_and_records_them(tmp_path: Path) -> None:
+def test_full_dry_run_reads_every_fold_and_records_them(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "babi"
     q1 = _write_fold(root, 1, seed=11, n_test=5)
     q2 = _write_fold(root, 2, seed=22, n_test=9)
+    _pin_fixture(monkeypatch, root)  # the fixture stands in for the authors' release
     out = tmp_path / "out"
     argv = ["reproduce", "ggnn", "--scale", "full", "--data-root", str(root), "--max-steps", "2"]
     assert main([*argv, "--out", str(out), "--quiet", "--threads", "1"]) == 0
