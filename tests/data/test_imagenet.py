@@ -12,16 +12,20 @@ import torch
 from paperzoo.data import DataError, layouts
 from paperzoo.data.imagenet import (
     LAYOUT,
+    MEAN,
+    STD,
     ImageNetTrainSource,
     RandAugment,
     count_images,
     eval_transform,
     imagenet_info,
     iterate_eval,
+    normalize,
     random_resized_crop_box,
     scan_image_folder,
     train_transform,
 )
+from paperzoo.engine.distributed import DistInfo
 
 CLASSES = ("n01440764", "n01443537", "n01484850")  # what conftest's write_imagenet writes
 
@@ -82,6 +86,13 @@ def test_train_transform_is_a_function_of_its_seed(tmp_path: Path, write_imagene
     c = train_transform(img, np.random.default_rng(6), randaugment=ra)
     assert a.shape == (3, 224, 224) and a.dtype == torch.float32
     assert torch.equal(a, b) and not torch.equal(a, c)
+    # uint8 pixels for the loader; normalize maps them to the same floats on the device.
+    raw = train_transform(img, np.random.default_rng(5), randaugment=ra, normalized=False)
+    assert raw.dtype == torch.uint8 and torch.allclose(normalize(raw), a, atol=1e-6)
+    white = normalize(torch.full((3, 1, 1), 255, dtype=torch.uint8)).flatten()
+    assert torch.allclose(white, (1 - torch.tensor(MEAN)) / torch.tensor(STD))
+    with pytest.raises(TypeError, match="uint8"):
+        normalize(a)
 
 
 def test_eval_transform_takes_the_central_crop_after_resizing() -> None:
@@ -129,9 +140,58 @@ def test_train_source_streams_whole_epochs_reproducibly(tmp_path: Path, write_im
         assert y.tolist() == index.labels[src.sampler.indices(step).numpy()].tolist()
     assert sorted(seen) == list(range(12))  # one epoch visits every image once
     x1, _ = src(5, torch.Generator().manual_seed(9))
-    x2, _ = src(5, torch.Generator().manual_seed(9))
-    assert torch.equal(x1, x2)  # the same step and generator: the same crops
+    x2, _ = src(5, torch.Generator().manual_seed(1))
+    assert torch.equal(x1, x2)  # the same step: the same crops (a function of seed and step)
     src.close()
+
+
+def _tf32(img, rng):
+    return train_transform(img, rng, size=32, normalized=False)
+
+
+def test_loader_workers_and_ranks_do_not_change_the_batches(tmp_path: Path, write_imagenet) -> None:
+    root = write_imagenet(tmp_path, train=4, val=1)  # 12 images, batch 4: 3 steps an epoch
+    index = scan_image_folder(root / "imagenet" / "train")
+    rng_before = torch.get_rng_state()
+    inline = ImageNetTrainSource(index, batch_size=4, seed=3, transform=_tf32, workers=0)
+    pooled = ImageNetTrainSource(index, batch_size=4, seed=3, transform=_tf32, workers=2)
+    # Decoding runs in DataLoader worker processes, kept across restarts, prefetching.
+    assert pooled.loader.num_workers == 2 and pooled.loader.persistent_workers
+    assert pooled.loader.prefetch_factor == 2 and not pooled.loader.pin_memory
+    pinned = ImageNetTrainSource(
+        index, batch_size=4, seed=3, transform=_tf32, workers=2, pin_memory=True
+    )
+    assert pinned.loader.pin_memory  # (set when the batches go to a GPU)
+    # Steps in order, then a jump back (a new model, a resumed run): the same batches either way.
+    steps = [0, 1, 2, 3, 4, 5, 1, 2, 6]
+    a = [inline(s) for s in steps]
+    b = [pooled(s) for s in steps]
+    for (xa, ya), (xb, yb) in zip(a, b, strict=True):
+        assert xa.dtype == torch.uint8 and xa.shape == (4, 3, 32, 32)
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+    assert torch.equal(a[1][0], a[6][0])  # step 1 again: the same crops
+    pooled.close()
+    assert torch.equal(pooled(4)[0], a[4][0])  # new workers after close, same batches
+    pooled.close()
+    # Two ranks: each takes the strided half of the global batch (the same crops), and over an
+    # epoch the ranks read every image once.
+    ranks = [
+        ImageNetTrainSource(
+            index, batch_size=4, seed=3, transform=_tf32, workers=0, dist=DistInfo(r, 2, r)
+        )
+        for r in range(2)
+    ]
+    seen: list[int] = []
+    for step in range(3, 6):  # epoch 1
+        halves = [src(step) for src in ranks]
+        whole = a[steps.index(step)][0]
+        for r, (x, y) in enumerate(halves):
+            assert len(y) == 2 and torch.equal(x, whole[r::2])
+            seen += ranks[r].sampler.indices(step).tolist()
+    assert sorted(seen) == list(range(12))
+    assert torch.equal(torch.get_rng_state(), rng_before)  # the global RNG is left alone
+    with pytest.raises(ValueError, match="split evenly"):
+        ImageNetTrainSource(index, batch_size=3, seed=0, transform=_tf32, dist=DistInfo(0, 2, 0))
 
 
 def test_iterate_eval_batches_the_first_images(tmp_path: Path, write_imagenet) -> None:
@@ -140,9 +200,9 @@ def test_iterate_eval_batches_the_first_images(tmp_path: Path, write_imagenet) -
     batches = list(iterate_eval(val, batch_size=4, workers=2))
     assert [len(y) for _, y in batches] == [4, 4, 1]
     assert torch.cat([y for _, y in batches]).tolist() == val.labels.tolist()
-    assert [len(y) for _, y in iterate_eval(val, batch_size=2, limit=3)] == [2, 1]
+    assert [len(y) for _, y in iterate_eval(val, batch_size=2, limit=3, workers=0)] == [2, 1]
     order = [8, 0, 4]  # one image of each class first
-    (_, y), *_ = iterate_eval(val, batch_size=3, limit=3, order=order)
+    (_, y), *_ = iterate_eval(val, batch_size=3, limit=3, order=order, workers=0)
     assert y.tolist() == [2, 0, 1]
     assert "DIR/imagenet/val/<wnid>/*.JPEG" in LAYOUT
 

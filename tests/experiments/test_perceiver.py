@@ -5,6 +5,8 @@ at full scale (config, refusal without data, a capped run on a generated ImageNe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,8 +20,10 @@ from paperzoo.experiments.perceiver import (
     CONFIGS,
     ConvNetWithPositions,
     PerceiverImageNetConfig,
+    PerceiverOnImages,
     build_imagenet_models,
     build_models,
+    fit_imagenet,
     imagenet_perceiver_config,
     step_decay,
     translate,
@@ -145,6 +149,11 @@ def test_full_claims_follow_the_data_set() -> None:
     }  # fmt: skip
     targets = {c.id: c.target_at("full") for c in exp.claims if c.id in paper}
     assert targets["imagenet.perceiver.top1"] == ">= 0.77"  # one-sided: beating 78.0 is no failure
+    # One Perceiver is trained: the permuted one is the same model on permuted inputs, a check.
+    kinds = {c.id: c.kind for c in exp.claims if c.id in paper}
+    assert kinds["imagenet.perceiver_permuted.top1"] == "check"
+    assert kinds["imagenet.perceiver.top1"] == "finding"
+    assert kinds["imagenet.resnet50_permuted.top1"] == "finding"
     assert targets["imagenet.resnet50_permuted.top1"] == "<= 0.444"
     digits = RunContext(scale="full", dataset="mnist")
     variant = {c.id for c in exp.claims_at(digits)}
@@ -169,12 +178,17 @@ def test_imagenet_models_move_positions_with_the_pixels() -> None:
     )  # fmt: skip
     perm = torch.randperm(36, generator=torch.Generator().manual_seed(0))
     models = build_imagenet_models(cfg, num_classes=5, perm=perm, seed=1)
+    # One Perceiver is trained; the permuted one is the same weights fed pixels and positions
+    # moved together, and computes the raster one's function.
+    assert set(models) == {"perceiver_raster", "resnet50_raster", "resnet50_permuted"}
+    raster = models["perceiver_raster"]
+    assert isinstance(raster, PerceiverOnImages) and raster.perm is None
+    permuted = PerceiverOnImages(raster.model, perm)
     x = torch.randn(2, 3, 6, 6)
     with torch.no_grad():
-        # Same initialisation; the permuted Perceiver sees pixels and positions moved together,
-        # so it computes the raster one's function.
-        a, b = models["perceiver_raster"](x), models["perceiver_permuted"](x)
+        a, b = raster(x), permuted(x)
     assert torch.allclose(a, b, atol=1e-5)
+    assert torch.equal(permuted.pos, raster.pos[perm])
     # ResNet-50 (FF): RGB + the 2 x (2 x 3 + 1) = 14 Fourier channels, pixels permuted together.
     ff = ConvNetWithPositions(nn.Identity(), models["resnet50_permuted"].pos, perm)
     out = ff(x)
@@ -204,7 +218,20 @@ SHRINK = [
 ]  # fmt: skip
 
 
-def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path, write_imagenet) -> None:
+TRAINED = ("perceiver_raster", "resnet50_raster", "resnet50_permuted")
+
+
+def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path, write_imagenet, monkeypatch) -> None:
+    # Record the batch each batch-norm layer normalises over in training.
+    bn_batches: list[int] = []
+    bn_forward = nn.BatchNorm2d.forward
+
+    def recording(self: nn.BatchNorm2d, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            bn_batches.append(len(x))
+        return bn_forward(self, x)
+
+    monkeypatch.setattr(nn.BatchNorm2d, "forward", recording)
     root = write_imagenet(tmp_path / "data")
     out = tmp_path / "out"
     argv = ["reproduce", "perceiver", "--scale", "full", "--data-root", str(root)]
@@ -212,6 +239,9 @@ def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path, write_imagenet) -> None
     for item in SHRINK:
         argv += ["--set", item]
     assert main(argv) == 0
+    # The ResNets' batch norm sees the whole batch of 6 (the default ghost batch of 32 is
+    # larger), not the Perceiver's micro-batches of 4 (SHRINK).
+    assert bn_batches and set(bn_batches) == {6}
     res = json.loads((out / "results.json").read_text())
     assert res["partial"] is True and res["max_steps"] == 3 and res["findings_reproduced"] is None
     (data,) = res["data"]
@@ -224,14 +254,18 @@ def test_full_dry_run_on_a_tiny_imagenet(tmp_path: Path, write_imagenet) -> None
         "imagenet.perceiver.invariant",
     }  # fmt: skip
     assert claims["imagenet.perceiver.invariant"]["measured"] is True
-    for key in ("perceiver_raster", "perceiver_permuted", "resnet50_raster", "resnet50_permuted"):
+    # One Perceiver trained; its permuted top-1 is the same model on permuted inputs.
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(TRAINED)
+    for key in TRAINED:
         assert (out / "runs" / key / "metrics.jsonl").exists()
+    assert claims["imagenet.perceiver_permuted.top1"]["kind"] == "check"
+    top1 = res["details"]["top1"]
+    assert top1["perceiver_permuted"] == top1["perceiver_raster"]  # logits equal to ~1e-6
     # Each model ran 3 of its 120 planned steps (6 images, batch 6: one step an epoch); the
     # evaluation reads at most 3 batches of 2 validation images, all 3 of them here.
     loops = {lp["desc"]: lp for lp in res["estimate"]["loops"]}
     assert {k: (lp["planned"], lp["run"]) for k, lp in loops.items()} == {
-        k: (120, 3)
-        for k in ("perceiver_raster", "perceiver_permuted", "resnet50_raster", "resnet50_permuted")
+        k: (120, 3) for k in TRAINED
     }
     assert res["details"]["validation_images"] == 3
     assert res["estimate_seconds"] > res["wall_seconds"]
@@ -244,11 +278,73 @@ def test_full_plan_counts_the_images_under_the_data_root(tmp_path: Path, write_i
     assert nominal["perceiver_raster"] == 120 * (1_281_167 // 1024)  # ILSVRC2012: 150,120
     root = write_imagenet(tmp_path)
     counted = dict(exp.plan(cfg, RunContext(scale="full", data_root=root)))
-    assert counted == dict.fromkeys(
-        ("perceiver_raster", "perceiver_permuted", "resnet50_raster", "resnet50_permuted"), 120
-    )  # 6 images: one batch of 6 per epoch
+    assert counted == dict.fromkeys(TRAINED, 120)  # 6 images: one batch of 6 per epoch
     digits = dict(exp.plan(cfg, RunContext(scale="full", dataset="mnist")))
     assert digits["perceiver_raster"] == cfg.digits.steps
+
+
+class _CountingDDP(nn.Module):
+    """Stands in for DistributedDataParallel: counts the backward passes that would all-reduce
+    the gradients (DDP decides in the forward pass, from ``require_backward_grad_sync``, which
+    ``no_sync`` clears)."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+        self.require_backward_grad_sync = True
+        self.all_reduces = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.module(x)
+        if torch.is_grad_enabled() and self.require_backward_grad_sync:
+            out.register_hook(self._all_reduce)
+        return out
+
+    def _all_reduce(self, grad: torch.Tensor) -> None:
+        self.all_reduces += 1
+
+    @contextmanager
+    def no_sync(self) -> Iterator[None]:
+        old, self.require_backward_grad_sync = self.require_backward_grad_sync, False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+
+def _batches(step: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(8, 3, 8, 8, generator=g), torch.randint(0, 4, (8,), generator=g)
+
+
+def test_accumulated_micro_batches_all_reduce_once_per_step() -> None:
+    model = _CountingDDP(nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    fit_imagenet(
+        model, _batches, opt, steps=3, schedule=lambda s: 1.0, micro_batch=2, seed=0, desc="t"
+    )
+    assert model.all_reduces == 3  # 4 micro-batches a step, one gradient synchronisation
+
+
+@pytest.mark.parametrize(("chunk", "seen"), [(None, {8}), (4, {4})])
+def test_batch_norm_sees_the_ranks_batch_or_the_stated_ghost_batch(chunk, seen) -> None:
+    sizes: list[int] = []
+    convnet = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(144, 4))
+    convnet[1].register_forward_pre_hook(lambda m, args: sizes.append(len(args[0])))
+    opt = torch.optim.SGD(convnet.parameters(), lr=0.1)
+    fit_imagenet(
+        convnet, _batches, opt, steps=2, schedule=lambda s: 1.0, micro_batch=chunk, seed=0,
+        desc="bn",
+    )  # fmt: skip
+    assert len(sizes) == 2 * (8 // (chunk or 8)) and set(sizes) == seen
+
+
+def test_full_config_states_the_resnets_batch_norm_batch() -> None:
+    cfg = CONFIGS["full"]
+    assert isinstance(cfg, PerceiverImageNetConfig)
+    assert cfg.resnet_bn_batch == 32  # Goyal et al. (2017), Sec. 2.3: n = 32 per worker
+    assert replace(cfg, resnet_bn_batch=None).resnet_bn_batch is None  # the rank's whole share
+    with pytest.raises(ValueError, match="resnet_bn_batch"):
+        replace(cfg, resnet_bn_batch=0)
 
 
 def test_a_selection_run_trains_only_the_named_models_on_validation_digits(tmp_path: Path) -> None:

@@ -25,26 +25,36 @@ RandAugment (Cubuk et al., 2020) at training time"):
 * both: pixels scaled to [0, 1] and normalised per channel with the ImageNet mean and std
   (project's choice; the paper does not say how pixels are scaled).
 
-Augmentation is a function of a seed per example (``np.random.Generator``), drawn from the
-trainer's per-step generator, so a resumed run sees the same crops.
+Augmentation is a function of a seed per example (``np.random.Generator`` seeded by the run's
+seed, the step and the example's place in the global batch), so a resumed run, a run with another
+number of loader workers and a run split over ranks all see the same crops.
+
+Loading (``ImageNetTrainSource``, ``iterate_eval``): JPEGs are decoded and augmented in
+``torch.utils.data.DataLoader`` worker processes (``workers`` of them, persistent across the
+models of a run, each batch prefetched ``prefetch`` steps ahead, pinned when the batches go to a
+GPU). With ``normalize=False`` the transforms return uint8 pixels, 4x fewer bytes through the
+workers' shared memory, the pinned buffers and the host-to-device copy; ``normalize`` then maps
+them to floats on the device.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from paperzoo.data.base import DataError, DataInfo
 from paperzoo.data.layouts import register_layout
+from paperzoo.engine.distributed import DistInfo
 
 __all__ = [
     "IMAGENET_TRAIN_SIZE",
@@ -58,6 +68,7 @@ __all__ = [
     "eval_transform",
     "imagenet_info",
     "iterate_eval",
+    "normalize",
     "random_resized_crop_box",
     "scan_image_folder",
     "train_transform",
@@ -247,11 +258,22 @@ def random_resized_crop_box(
     return (width - w) // 2, (height - h) // 2, w, h
 
 
-def _to_tensor(img) -> Tensor:  # PIL RGB -> (3, H, W) float32, normalised
-    x = torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1).float() / 255.0
-    mean = torch.tensor(MEAN).view(3, 1, 1)
-    std = torch.tensor(STD).view(3, 1, 1)
-    return (x - mean) / std
+def normalize(x: Tensor) -> Tensor:
+    """uint8 pixels to [0, 1], then the ImageNet mean / std per channel, on ``x``'s device.
+
+    Shapes:
+        x: (..., 3, H, W) uint8 -> same shape, float32
+    """
+    if x.dtype != torch.uint8:
+        raise TypeError(f"normalize expects uint8 pixels, got {x.dtype}")
+    mean = torch.tensor(MEAN, device=x.device).view(3, 1, 1)
+    std = torch.tensor(STD, device=x.device).view(3, 1, 1)
+    return (x.float() / 255.0 - mean) / std
+
+
+def _to_tensor(img, normalized: bool = True) -> Tensor:  # PIL RGB -> (3, H, W)
+    x = torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1).contiguous()
+    return normalize(x) if normalized else x
 
 
 class RandAugment:
@@ -334,11 +356,13 @@ def train_transform(
     scale: tuple[float, float] = (0.08, 1.0),
     flip: bool = True,
     randaugment: RandAugment | None = None,
+    normalized: bool = True,
 ) -> Tensor:
-    """Inception-style crop to ``size`` x ``size``, horizontal flip, RandAugment, normalise.
+    """Inception-style crop to ``size`` x ``size``, horizontal flip, RandAugment, normalise
+    (``normalized=False``: uint8 pixels, for ``normalize`` on the device).
 
     Shapes:
-        PIL image (any size) -> (3, size, size)
+        PIL image (any size) -> (3, size, size) float32 (uint8 if not ``normalized``)
     """
     from PIL import Image
 
@@ -348,14 +372,15 @@ def train_transform(
         img = img.transpose(Image.FLIP_LEFT_RIGHT)
     if randaugment is not None:
         img = randaugment(img, rng)
-    return _to_tensor(img)
+    return _to_tensor(img, normalized)
 
 
-def eval_transform(img, *, size: int = 224, resize: int = 256) -> Tensor:
-    """Shorter side to ``resize``, the central ``size`` x ``size`` crop, normalise.
+def eval_transform(img, *, size: int = 224, resize: int = 256, normalized: bool = True) -> Tensor:
+    """Shorter side to ``resize``, the central ``size`` x ``size`` crop, normalise
+    (``normalized=False``: uint8 pixels).
 
     Shapes:
-        PIL image (any size) -> (3, size, size)
+        PIL image (any size) -> (3, size, size) float32 (uint8 if not ``normalized``)
     """
     from PIL import Image
 
@@ -363,28 +388,85 @@ def eval_transform(img, *, size: int = 224, resize: int = 256) -> Tensor:
     w, h = max(size, round(img.width * s)), max(size, round(img.height * s))
     img = img.resize((w, h), Image.BILINEAR)
     left, top = (w - size) // 2, (h - size) // 2
-    return _to_tensor(img.crop((left, top, left + size, top + size)))
+    return _to_tensor(img.crop((left, top, left + size, top + size)), normalized)
 
 
 # -- loaders ---------------------------------------------------------------------------------------
 
 
+def crop_rng(seed: int, step: int, position: int) -> np.random.Generator:
+    """The augmentation stream of the image at ``position`` of step ``step``'s global batch: a
+    function of the three numbers only, so it is the same in any worker and on any rank."""
+    return np.random.default_rng((seed, step, position))
+
+
+class _StepBatches(Dataset):
+    """Item ``s``: this rank's share of the batch of step ``s``, decoded and augmented (runs in
+    the DataLoader's worker processes)."""
+
+    def __init__(
+        self,
+        index: ImageFolderIndex,
+        *,
+        batch_size: int,
+        seed: int,
+        transform: Callable[..., Tensor],
+        dist: DistInfo,
+    ) -> None:
+        from paperzoo.engine.trainer import BatchSampler
+
+        self.index, self.batch_size, self.seed = index, batch_size, seed
+        self.transform, self.dist = transform, dist
+        self.sampler = BatchSampler(len(index), batch_size, seed=seed, drop_last=True, dist=dist)
+
+    def __getitem__(self, step: int) -> tuple[Tensor, Tensor]:
+        idx = self.sampler.indices(step).tolist()
+        # BatchSampler gives rank r the global positions r, r + world, ... of the step's batch.
+        positions = range(self.dist.rank, self.batch_size, self.dist.world_size)
+        xs = [
+            self.transform(self.index.load(i), crop_rng(self.seed, step, j))
+            for i, j in zip(idx, positions, strict=True)
+        ]
+        return torch.stack(xs), torch.from_numpy(self.index.labels[idx])
+
+
+class _StepsFrom(Sampler[int]):
+    """Steps ``start, start + 1, ...`` without end (the trainer stops asking)."""
+
+    def __init__(self) -> None:
+        self.start = 0
+
+    def __iter__(self) -> Iterator[int]:
+        return itertools.count(self.start)
+
+
 class ImageNetTrainSource:
     """A ``Trainer`` data source ``(step, generator) -> (x, y)``: the batch of step ``s`` is a
     slice of an epoch permutation seeded by ``(seed, epoch)`` (``paperzoo.engine.trainer.
-    BatchSampler``, whole batches per epoch, this rank's share under torchrun), each image
-    decoded and augmented from its own seed, drawn from the step's generator. Decoding runs on
-    ``workers`` threads (PIL releases the GIL while it decodes and resizes).
+    BatchSampler``: whole batches per epoch; under torchrun rank ``r`` of ``w`` takes the global
+    positions ``r, r + w, ...``, the split DistributedSampler makes, so the ranks together read
+    each image of an epoch once), each image augmented from ``crop_rng(seed, s, position)``. The
+    trainer's per-step generator is not used: a batch is a function of ``(seed, s)`` alone, so it
+    does not depend on the number of workers, and a resumed run reads the same batches.
+
+    Decoding runs in ``workers`` DataLoader processes (0: in this process), kept alive across
+    the models trained from this source (``persistent_workers``), each holding ``prefetch``
+    batches in flight, copied into pinned memory when ``pin_memory`` (batches bound for a GPU).
+    Asked for step ``s`` when it last gave ``s - 1``, the source hands over the next prefetched
+    batch; asked for any other step (a new model, a resumed run), it restarts its stream there.
 
     Args:
         index: the training images.
         batch_size: the global batch.
-        seed: seeds the epoch permutations.
+        seed: seeds the epoch permutations and the crops.
         transform: ``(PIL image, np.random.Generator) -> (3, S, S)``.
-        workers: decoding threads.
+        workers: decoding processes.
+        prefetch: batches in flight per worker.
+        pin_memory: page-locked batches (for a CUDA device).
+        dist: this process's rank and world size (default: the running process group).
 
     Shapes:
-        -> x (B, 3, S, S) float32, y (B,) int64 (B = this rank's share of ``batch_size``)
+        -> x (B, 3, S, S) (the transform's dtype), y (B,) int64 (B = this rank's share)
     """
 
     def __init__(
@@ -395,44 +477,75 @@ class ImageNetTrainSource:
         seed: int,
         transform: Callable[..., Tensor],
         workers: int = 8,
+        prefetch: int = 2,
+        pin_memory: bool = False,
+        dist: DistInfo | None = None,
     ) -> None:
         from paperzoo.engine.distributed import current
-        from paperzoo.engine.trainer import BatchSampler
 
-        self.index = index
-        self.batch_size = batch_size
-        self.transform = transform
-        self.workers = max(1, workers)
-        self.dist = current()
-        self.sampler = BatchSampler(
-            len(index), batch_size, seed=seed, drop_last=True, dist=self.dist
+        if workers < 0 or prefetch < 1:
+            raise ValueError(f"workers must be >= 0 and prefetch >= 1, got {workers}, {prefetch}")
+        self.dist = dist if dist is not None else current()
+        if batch_size % self.dist.world_size:
+            raise ValueError(
+                f"the batch of {batch_size} does not split evenly over {self.dist.world_size} ranks"
+            )
+        self.batches = _StepBatches(
+            index, batch_size=batch_size, seed=seed, transform=transform, dist=self.dist
         )
-        self._pool: ThreadPoolExecutor | None = None
+        self.index, self.batch_size, self.seed = index, batch_size, seed
+        self.workers, self.prefetch, self.pin_memory = workers, prefetch, pin_memory
+        self._steps = _StepsFrom()
+        self._loader: DataLoader | None = None
+        self._stream: Iterator[tuple[Tensor, Tensor]] | None = None
+        self._next = -1
+
+    @property
+    def sampler(self):  # -> BatchSampler (the epoch permutations, this rank's share)
+        return self.batches.sampler
 
     @property
     def steps_per_epoch(self) -> int:
         return self.sampler.per_epoch
 
-    def _item(self, i: int, seed: int) -> Tensor:
-        return self.transform(self.index.load(i), np.random.default_rng(seed))
+    @property
+    def loader(self) -> DataLoader:
+        """The DataLoader (built on first use, again after ``close``)."""
+        if self._loader is None:
+            self._loader = DataLoader(
+                self.batches,
+                batch_size=None,  # an item is a whole batch
+                sampler=self._steps,
+                num_workers=self.workers,
+                pin_memory=self.pin_memory,
+                persistent_workers=self.workers > 0,
+                prefetch_factor=self.prefetch if self.workers > 0 else None,
+                # The workers' base seed comes from here, not from the global RNG (whose
+                # stream the trainer checkpoints); the transforms draw from crop_rng only.
+                generator=torch.Generator().manual_seed(self.seed),
+            )
+        return self._loader
 
-    def __call__(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
-        idx = self.sampler.indices(step).tolist()
-        seeds = torch.randint(0, 2**62, (self.batch_size,), generator=g)
-        seeds = seeds[self.dist.rank :: self.dist.world_size].tolist()
-        if self._pool is None and self.workers > 1:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="imagenet")
-        if self._pool is None:
-            xs = [self._item(i, s) for i, s in zip(idx, seeds, strict=True)]
-        else:
-            xs = list(self._pool.map(self._item, idx, seeds))
-        y = torch.from_numpy(self.index.labels[idx])
-        return torch.stack(xs), y
+    def __call__(self, step: int, g: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        if self._stream is None or step != self._next:
+            self._steps.start = step
+            self._stream = iter(self.loader)  # persistent workers: restarted, not respawned
+        self._next = step + 1
+        return next(self._stream)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        """Stop the worker processes (a later call starts new ones)."""
+        self._stream = None
+        self._loader = None  # the last reference: the iterator's workers shut down
+        self._next = -1
+
+
+class _EvalImages(Dataset):
+    def __init__(self, index: ImageFolderIndex, transform: Callable[..., Tensor]) -> None:
+        self.index, self.transform = index, transform
+
+    def __getitem__(self, i: int) -> tuple[Tensor, int]:
+        return self.transform(self.index.load(i)), int(self.index.labels[i])
 
 
 def iterate_eval(
@@ -443,20 +556,24 @@ def iterate_eval(
     transform: Callable[..., Tensor] = eval_transform,
     workers: int = 8,
     order: Sequence[int] | None = None,
+    prefetch: int = 2,
+    pin_memory: bool = False,
 ) -> Iterator[tuple[Tensor, Tensor]]:
     """The first ``limit`` evaluation images (None: all) of ``order`` (None: file order, which
-    is sorted by class), in batches.
+    is sorted by class), in batches, decoded in ``workers`` DataLoader processes (0: here).
 
     Shapes:
-        -> x (b, 3, S, S), y (b,) per batch
+        -> x (b, 3, S, S), y (b,) int64 per batch
     """
     ids_all = list(range(len(index))) if order is None else [int(i) for i in order]
     n = len(ids_all) if limit is None else min(limit, len(ids_all))
-    pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="imagenet-eval")
-    try:
-        for start in range(0, n, batch_size):
-            ids = ids_all[start : min(n, start + batch_size)]
-            xs = list(pool.map(lambda i: transform(index.load(i)), ids))
-            yield torch.stack(xs), torch.from_numpy(index.labels[ids])
-    finally:
-        pool.shutdown()
+    loader = DataLoader(
+        _EvalImages(index, transform),
+        batch_size=batch_size,
+        sampler=ids_all[:n],
+        num_workers=workers,
+        pin_memory=pin_memory,
+        prefetch_factor=prefetch if workers > 0 else None,
+        generator=torch.Generator().manual_seed(0),  # leaves the global RNG alone
+    )
+    yield from loader
