@@ -101,6 +101,40 @@ def test_micro_batches_give_the_whole_batch_gradient():
     assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-7)
 
 
+def test_micro_batches_all_reduce_once_per_step_under_ddp():
+    """A stand-in for DistributedDataParallel counts the backward passes that would all-reduce
+    (DDP decides in the forward pass, from require_backward_grad_sync, which no_sync clears)."""
+    import contextlib
+
+    class CountingDDP(torch.nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module, self.require_backward_grad_sync, self.all_reduces = module, True, 0
+
+        def forward(self, x):
+            out = self.module(x)
+            if self.require_backward_grad_sync:
+                out.register_hook(lambda g: setattr(self, "all_reduces", self.all_reduces + 1))
+            return out
+
+        @contextlib.contextmanager
+        def no_sync(self):
+            self.require_backward_grad_sync = False
+            try:
+                yield
+            finally:
+                self.require_backward_grad_sync = True
+
+    def loss_fn(model, batch):
+        c, t = batch
+        return torch.nn.functional.cross_entropy(model(c), t)
+
+    model = CountingDDP(torch.nn.Linear(2, 4))
+    step = _accumulating_step(loss_fn, torch.optim.SGD(model.parameters(), lr=0.1), 2)
+    step(model, (torch.rand(8, 2), torch.randint(0, 4, (8,))))  # 4 chunks
+    assert model.all_reduces == 1
+
+
 @pytest.mark.slow
 def test_quick_scale_classifier_generalises_to_the_held_out_quadrant(tmp_path):
     """The knife edge of issue 16: the CoordConv classifier alone, quick config, seed 0."""

@@ -304,15 +304,19 @@ def _mean_iou(model: nn.Module, centres: Tensor) -> float:
 def _accumulating_step(
     loss_fn: Callable[[nn.Module, Any], Tensor], optimizer: torch.optim.Optimizer, chunk: int
 ) -> Callable[[nn.Module, Any], dict[str, Tensor]]:
-    """A manual training step: the batch's mean loss back-propagated in chunks of ``chunk``."""
+    """A manual training step: the batch's mean loss back-propagated in chunks of ``chunk``
+    (under DDP all but the last chunk in ``no_sync``: one gradient all-reduce per step)."""
+    from paperzoo.engine.accumulation import sync_gradients_if
 
     def step(model: nn.Module, batch: tuple[Tensor, ...]) -> dict[str, Tensor]:
         n = len(batch[0])
         optimizer.zero_grad(set_to_none=True)
         total = torch.zeros(())
-        for part in zip(*(t.split(chunk) for t in batch), strict=True):
-            loss = loss_fn(model, part) * (len(part[0]) / n)  # the chunk's share of the mean
-            loss.backward()
+        parts = list(zip(*(t.split(chunk) for t in batch), strict=True))
+        for k, part in enumerate(parts):
+            with sync_gradients_if(model, sync=k == len(parts) - 1):
+                loss = loss_fn(model, part) * (len(part[0]) / n)  # the chunk's share of the mean
+                loss.backward()
             total += loss.detach()
         optimizer.step()
         return {"loss": total}
