@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from paperzoo.cli import main
+from paperzoo.data import layouts
 from paperzoo.data.ground_truth import load_ground_truth
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.distributed import DistInfo
@@ -203,12 +204,15 @@ def test_full_without_the_archive_exits_2_and_writes_nothing(
         assert not out.exists() or not any(out.iterdir())
 
 
-def test_full_reads_the_study_variant_and_marks_substitutes(tmp_path: Path) -> None:
+def test_full_reads_the_study_variant_and_marks_substitutes(tmp_path: Path, monkeypatch) -> None:
     exp = get_experiment("disentanglement")
     (tmp_path / "dsprites").mkdir()
     (tmp_path / "dsprites" / "dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz").touch()
     full = RunContext(scale="full", data_root=tmp_path)
     exp.require_data(full)  # the archive is there (its contents are checked when it is read)
+    assert "not the canonical Abstract dSprites" in exp.setting_note(full)  # an empty stand-in
+    release = layouts.Release("test fixture", layouts.pin_tree(tmp_path))  # pinned as the release
+    monkeypatch.setitem(layouts.PINNED, "abstract-dsprites", release)
     assert exp.dataset_name(full) == "abstract-dsprites" and exp.setting_note(full) is None
     for name in ("color-shapes", "dsprites"):  # substitutes: allowed, named, marked
         ctx = RunContext(scale="full", dataset=name)

@@ -37,8 +37,10 @@ from paperzoo.utils.io import sha256_file
 log = logging.getLogger(__name__)
 
 CIFAR_URL = "https://www.cs.toronto.edu/~kriz"
-# SHA-256 of the official archives (CIFAR-10: as given for this project; CIFAR-100: the value
-# pinned both by Keras' keras/src/datasets/cifar100.py and torchvision's prototype cifar.py).
+# SHA-256 of the official archives, for --download (CIFAR-10: the value pinned by Keras'
+# keras/datasets/cifar10.py; CIFAR-100: by Keras' keras/src/datasets/cifar100.py and
+# torchvision's prototype cifar.py). The extracted batches a run reads are checked against the
+# MD5 pinned in ``paperzoo.data.layouts.PINNED``.
 CIFAR10_ARCHIVE = RemoteFile(
     "cifar-10-python.tar.gz",
     f"{CIFAR_URL}/cifar-10-python.tar.gz",

@@ -17,34 +17,46 @@ import torch
 
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, ensure_files
-from paperzoo.data.layouts import all_files, register_layout
+from paperzoo.data.layouts import PINNED, all_files, register_layout
 
 # IDX type codes -> numpy dtypes (big-endian as stored).
 _DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist"
-MNIST_FILES = [
-    RemoteFile("train-images-idx3-ubyte.gz", f"{MNIST_URL}/train-images-idx3-ubyte.gz",
-               "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"),
-    RemoteFile("train-labels-idx1-ubyte.gz", f"{MNIST_URL}/train-labels-idx1-ubyte.gz",
-               "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"),
-    RemoteFile("t10k-images-idx3-ubyte.gz", f"{MNIST_URL}/t10k-images-idx3-ubyte.gz",
-               "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"),
-    RemoteFile("t10k-labels-idx1-ubyte.gz", f"{MNIST_URL}/t10k-labels-idx1-ubyte.gz",
-               "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"),
-]  # fmt: skip
 FASHION_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com"
-FASHION_FILES = [
-    RemoteFile("train-images-idx3-ubyte.gz", f"{FASHION_URL}/train-images-idx3-ubyte.gz",
-               "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"),
-    RemoteFile("train-labels-idx1-ubyte.gz", f"{FASHION_URL}/train-labels-idx1-ubyte.gz",
-               "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845"),
-    RemoteFile("t10k-images-idx3-ubyte.gz", f"{FASHION_URL}/t10k-images-idx3-ubyte.gz",
-               "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073"),
-    RemoteFile("t10k-labels-idx1-ubyte.gz", f"{FASHION_URL}/t10k-labels-idx1-ubyte.gz",
-               "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"),
-]  # fmt: skip
+
+
+def _remote(name: str, url: str) -> list[RemoteFile]:
+    """The files of ``name`` to download: the canonical .gz files, checked against the SHA-256
+    pinned in ``paperzoo.data.layouts.PINNED`` (one table for downloads and full runs)."""
+    return [
+        RemoteFile(Path(p.path).name, f"{url}/{Path(p.path).name}", p.sha256 or "")
+        for p in PINNED[name].files
+    ]
+
+
+MNIST_FILES = _remote("mnist", MNIST_URL)
+FASHION_FILES = _remote("fashion-mnist", FASHION_URL)
 DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+
+
+def idx_count(path: str | Path) -> int:
+    """The number of examples in an IDX file (``.gz`` or raw): its first dimension, read from the
+    header alone (8 bytes), so checking a release's counts costs nothing.
+
+    Raises:
+        DataError: not an IDX file (bad magic number or truncated header).
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            head = f.read(8)
+    except (OSError, EOFError) as err:
+        raise DataError(f"{path}: cannot read ({err})") from err
+    if len(head) < 8 or head[0] or head[1] or head[2] not in _DTYPES or head[3] < 1:
+        raise DataError(f"{path}: not an IDX file (header {head.hex()})")
+    return struct.unpack(">I", head[4:8])[0]
 
 
 def _idx_present(sub: str) -> Callable[[Path], bool]:
@@ -59,6 +71,7 @@ for _name, _what in (("mnist", "MNIST"), ("fashion-mnist", "Fashion-MNIST")):
         layout=f"DIR/{_name}/{{train,t10k}}-{{images-idx3,labels-idx1}}-ubyte[.gz]",
         downloadable=True,
         present=_idx_present(_name),
+        count=idx_count,  # checked against the release's 60,000 / 10,000
     )
 
 

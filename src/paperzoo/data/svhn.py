@@ -15,16 +15,15 @@ import torch
 
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, ensure_files
-from paperzoo.data.layouts import all_files, register_layout
+from paperzoo.data.layouts import PINNED, all_files, register_layout
 
 SVHN_URL = "http://ufldl.stanford.edu/housenumbers"
-# SHA-256 digests as pinned by tensorflow_datasets (url_checksums/svhn_cropped.txt).
+# The canonical files, checked against the SHA-256 pinned in ``paperzoo.data.layouts.PINNED``
+# (tensorflow_datasets' url_checksums/svhn_cropped.txt): one table for downloads and full runs.
 SVHN_FILES = [
-    RemoteFile("train_32x32.mat", f"{SVHN_URL}/train_32x32.mat",
-               "435e94d69a87fde4fd4d7f3dd208dfc32cb6ae8af2240d066de1df7508d083b8"),
-    RemoteFile("test_32x32.mat", f"{SVHN_URL}/test_32x32.mat",
-               "cdce80dfb2a2c4c6160906d0bd7c68ec5a99d7ca4831afa54f09182025b6a75b"),
-]  # fmt: skip
+    RemoteFile(Path(p.path).name, f"{SVHN_URL}/{Path(p.path).name}", p.sha256 or "")
+    for p in PINNED["svhn"].files
+]
 register_layout(
     "svhn",
     what="SVHN",

@@ -309,7 +309,9 @@ class Experiment(ABC):
 
     def require_data(self, ctx: RunContext) -> None:
         """Raise ``paperzoo.data.DataRequired`` (one line: the data set and its layout) when a full
-        run's paper data are not under ``ctx.data_root``. Called before anything is written."""
+        run's paper data are not under ``ctx.data_root``. Called before anything is written;
+        files that are there are hashed now and compared with the canonical release
+        (``layouts.require``), which ``setting_note`` reports."""
         if self.uses_paper_data(ctx):
             from paperzoo.data import layouts
 
@@ -318,9 +320,15 @@ class Experiment(ABC):
 
     def setting_note(self, ctx: RunContext) -> str | None:
         """None when the run is its scale's own setting; else one line saying why not (a
-        substitute data set). Such a run's findings never count as reproduced."""
+        substitute data set, or paper data whose files are not the canonical release:
+        ``paperzoo.data.layouts.files_note``). Such a run's findings never count as reproduced."""
         default = self.default_dataset(ctx.scale)
         if ctx.dataset is None or ctx.dataset == default:
+            if self.uses_paper_data(ctx):
+                from paperzoo.data import layouts
+
+                assert self.paper_data is not None
+                return layouts.files_note(self.paper_data, ctx.data_root)
             return None
         if ctx.scale == "full" and self.paper_data is not None:
             return f"--dataset {ctx.dataset} instead of the paper's {self.paper_data}"

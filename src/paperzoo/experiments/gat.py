@@ -246,7 +246,7 @@ class GATExperiment(Experiment):
     def setting_note(self, ctx: RunContext) -> str | None:
         """CIFAR-100 is the paper's setting too (its second data set); otherwise the default."""
         if ctx.scale == "full" and ctx.dataset in PAPER_DATASETS:
-            return None
+            return layouts.files_note(ctx.dataset, ctx.data_root)  # the canonical files or why not
         return super().setting_note(ctx)
 
     def require_data(self, ctx: RunContext) -> None:

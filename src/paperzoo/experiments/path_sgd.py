@@ -409,9 +409,11 @@ class PathSGDExperiment(Experiment):
         return self.embedded_defaults.get(scale) or super().default_dataset(scale)
 
     def setting_note(self, ctx: RunContext) -> str | None:
-        """At full, each of the paper's four data sets is its setting (Section 6)."""
-        if ctx.scale == "full" and self.dataset_name(ctx) in self.paper_datasets:
-            return None
+        """At full, each of the paper's four data sets is its setting (Section 6), when its files
+        are the canonical release (``layouts.files_note``)."""
+        name = self.dataset_name(ctx)
+        if ctx.scale == "full" and name in self.paper_datasets:
+            return layouts.files_note(name, ctx.data_root)
         return super().setting_note(ctx)
 
     def require_data(self, ctx: RunContext) -> None:
