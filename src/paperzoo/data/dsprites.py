@@ -12,7 +12,9 @@ shape 3 (square, ellipse, heart) x scale 6 (linspace(0.5, 1, 6)) x orientation 4
   ``--data-root DIR`` (``DIR/dsprites/``), streamed out of the archive and bit-packed (377 MB in
   memory instead of 3 GB). No ``--download``: we found the file's MD5
   (7da33b31b13a06f4b04a70402ce90c2e) in several independent sources but no SHA-256 in two, so we
-  do not fetch it; get it from https://github.com/deepmind/dsprites-dataset.
+  do not fetch it; get it from https://github.com/deepmind/dsprites-dataset. A full run checks
+  the archive against that MD5 and the git blob SHA-1 of the authors' repository
+  (``paperzoo.data.layouts.PINNED``).
 * ``AbstractDSprites``: the variant of the abstract-reasoning study (van Steenkiste et al., 2019):
   orientation is a random nuisance, and two colour factors are added: background colour (5 greys)
   and object colour (6 colours), giving factors (background, object colour, shape, scale, x, y).
@@ -31,11 +33,11 @@ from torch import Tensor
 
 from paperzoo.data.base import DATASETS, DataError, Split
 from paperzoo.data.ground_truth import GROUND_TRUTH, GroundTruthData, ground_truth_split
-from paperzoo.data.layouts import all_files, register_layout
+from paperzoo.data.layouts import PINNED, all_files, register_layout
 
 DSPRITES_FILE = "dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz"
 DSPRITES_URL = "https://github.com/deepmind/dsprites-dataset"
-DSPRITES_MD5 = "7da33b31b13a06f4b04a70402ce90c2e"
+DSPRITES_MD5 = PINNED["dsprites"].files[0].md5  # the table a full run is checked against
 register_layout(
     "dsprites",
     what="dSprites",
