@@ -76,7 +76,7 @@ from paperzoo.engine import (
     save_weights,
     seeded,
 )
-from paperzoo.engine.distributed import DistInfo, barrier
+from paperzoo.engine.distributed import DistInfo, wait_for_all_ranks
 from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
 from paperzoo.metrics.disentanglement import (
     beta_vae_score,
@@ -1072,7 +1072,9 @@ class DisentanglementExperiment(Experiment):
         # (--max-steps: the first few models; the estimate scales to all of them)
         for i in budget.loop(len(models), "VAE models", kind="repeat"):
             _evaluate_item(models[i], cfg, ctx, env, specs)
-        barrier()  # under torchrun: wait for every rank's models
+        # Under torchrun: wait for every rank's models (ranks hold 23 or 22 items of hours each:
+        # no collective, whose timeout would kill the early ones; issue 37), then read them
+        wait_for_all_ranks("the disentanglement grid items")
         records = [self._load(ctx.out_dir, item) for item in shard_list]
         records = [r for r in records if r is not None]
         return self._outcome(

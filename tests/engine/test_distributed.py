@@ -1,0 +1,292 @@
+"""Distributed runs under ``torchrun`` are right on NCCL as on gloo (issue 37, item 1).
+
+A CPU host has no NCCL, and gloo accepts tensors on any device, so a run on two gloo ranks cannot
+see a CPU tensor handed to an NCCL collective. Here each rank starts its process group *as on
+CUDA* (``init_distributed("cuda")``) through a stand-in (``_FakeNCCL``): the group is gloo
+underneath, but every tensor collective first checks its tensor's device against the backend
+that was asked for, as NCCL does ("No backend type associated with device type cpu"). A group of
+NCCL alone, as before issue 37, fails ResNet's reduction of its train loss; the device-aware
+group passes. The papers that train data-parallel (ResNet, the Perceiver, the disentanglement
+study) run at smoke on two ranks this way; rank 0 alone writes the report, and the
+disentanglement study, whose grid items are split over ranks and trained independently, equals a
+one-process run. Its ranks are given uneven work under a 3-second timeout: ranks that finish
+early wait without a collective (``wait_for_all_ranks``); a ``barrier`` there times out.
+
+The test file is also the ranks' script: ``torchrun ... test_distributed.py MODE OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from paperzoo.engine.distributed import (
+    DistInfo,
+    all_reduce_mean,
+    backend_for,
+    init_distributed,
+    served_devices,
+    wait_for_all_ranks,
+)
+
+WORLD = 2
+SHORT = timedelta(seconds=3)  # the process group's timeout in the uneven-work runs
+SLOW_S = 8.0  # how long rank 1 lags behind rank 0 there (well past SHORT)
+
+# Tensor collectives (object collectives move their tensors themselves).
+_COLLECTIVES = (
+    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather",
+    "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+    "send", "recv", "isend", "irecv",
+)  # fmt: skip
+
+
+# -- in one process --------------------------------------------------------------------------------
+
+
+def test_backend_is_device_aware_on_cuda() -> None:
+    assert backend_for("cpu") == "gloo"
+    for device in ("cuda", "cuda:1"):
+        assert served_devices(backend_for(device)) == {"cpu": "gloo", "cuda": "nccl"}
+
+
+def test_served_devices_of_plain_backends() -> None:
+    assert served_devices("nccl") == {"cuda": "nccl"}  # NCCL alone: no CPU tensors
+    assert served_devices("gloo") == {"cpu": "gloo", "cuda": "gloo"}
+    assert served_devices("cpu:gloo,cuda:nccl") == {"cpu": "gloo", "cuda": "nccl"}
+
+
+def test_outside_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    assert init_distributed("cuda") == DistInfo()
+    assert not dist.is_initialized()
+    assert all_reduce_mean(2.5) == 2.5
+    wait_for_all_ranks("nothing")  # returns at once
+
+
+# -- the ranks' side -------------------------------------------------------------------------------
+
+
+class _FakeNCCL:
+    """Start the process group as asked (e.g. ``nccl`` or ``cpu:gloo,cuda:nccl``) but on gloo,
+    and make every tensor collective check its tensors' devices against the asked-for backend,
+    as NCCL does. ``torch.cuda.set_device`` becomes a no-op (no GPU here). Every checked call is
+    logged to ``log`` (name, device types), so a test can see that collectives ran."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.asked: str | None = None
+        real_init = dist.init_process_group
+
+        def init(backend: str | None = None, **kwargs):  # noqa: ANN202
+            self.asked = str(backend)
+            return real_init(backend="gloo", **kwargs)
+
+        dist.init_process_group = init  # type: ignore[assignment]
+        torch.cuda.set_device = lambda device: None  # type: ignore[assignment]
+        for name in _COLLECTIVES:
+            setattr(dist, name, self._checked(name, getattr(dist, name)))
+
+    def _served(self) -> set[str]:
+        """Device types the asked-for backend serves (torch's own capability table)."""
+        assert self.asked is not None, "a collective before init_process_group"
+        if ":" in self.asked:
+            return {part.split(":")[0] for part in self.asked.split(",")}
+        return set(dist.Backend.backend_capability[self.asked])
+
+    def _checked(self, name: str, fn):  # noqa: ANN001, ANN202
+        def call(*args, **kwargs):  # noqa: ANN202
+            tensors = []
+            for a in (*args, *kwargs.values()):
+                if isinstance(a, torch.Tensor):
+                    tensors.append(a)
+                elif isinstance(a, list | tuple):
+                    tensors += [t for t in a if isinstance(t, torch.Tensor)]
+            kinds = sorted({t.device.type for t in tensors})
+            with open(self.log, "a") as f:
+                f.write(f"{dist.get_rank()} {name} {','.join(kinds)} {self.asked}\n")
+            for kind in kinds:
+                if kind not in self._served():
+                    raise RuntimeError(
+                        f"No backend type associated with device type {kind} ({self.asked})"
+                    )
+            return fn(*args, **kwargs)
+
+        return call
+
+
+def _record_writers(out: Path) -> None:
+    """Make every call of the runner's report writer leave ``OUT/wrote-rank-R``."""
+    from paperzoo.experiments import runner
+
+    real = runner.write_report
+
+    def write_report(*args, **kwargs):  # noqa: ANN202
+        (out.parent / f"{out.name}.wrote-rank-{dist.get_rank()}").touch()
+        return real(*args, **kwargs)
+
+    runner.write_report = write_report  # type: ignore[assignment]
+
+
+def _slow_rank_1() -> None:
+    """Rank 1 takes SLOW_S seconds longer over its first disentanglement grid item."""
+    from paperzoo.experiments import disentanglement as dis
+
+    real = dis._evaluate_item
+
+    def evaluate(*args, **kwargs):  # noqa: ANN202
+        if dist.get_rank() == 1 and not getattr(evaluate, "slept", False):
+            evaluate.slept = True  # type: ignore[attr-defined]
+            time.sleep(SLOW_S)
+        return real(*args, **kwargs)
+
+    dis._evaluate_item = evaluate
+
+
+def _worker(mode: str, out: Path) -> int:
+    """One rank: ``mode`` is ``primitives`` or a paper's name."""
+    torch.set_num_threads(1)
+    _FakeNCCL(out.parent / f"{out.name}.collectives")
+    if mode == "primitives":
+        info = init_distributed("cuda", timeout=SHORT)
+        mean = all_reduce_mean(1.0 + 2.0 * info.rank)  # ranks 0 and 1: 1.0 and 3.0
+        if info.rank == 1:
+            time.sleep(SLOW_S)
+        wait_for_all_ranks("uneven work")  # rank 0 waits SLOW_S, past the group's timeout
+        result = {"mean": mean, "waited": True}
+        try:  # the control: the same lag at a barrier meets the timeout
+            if info.rank == 1:
+                time.sleep(SLOW_S)
+            dist.barrier()
+            result["barrier"] = "passed"
+        except Exception as err:  # noqa: BLE001 - gloo's timeout error type varies by version
+            result["barrier"] = f"raised {type(err).__name__}"
+        (out.parent / f"{out.name}.rank-{info.rank}.json").write_text(json.dumps(result))
+        os._exit(0)  # the group is broken by the timed-out barrier: no orderly teardown
+    if mode == "one-rank":  # torchrun --nproc_per_node=1: still a group, DDP and collectives
+        from paperzoo.engine import TrainConfig, Trainer
+
+        info = init_distributed("cuda")
+        trainer = Trainer(
+            torch.nn.Linear(2, 1),
+            None,
+            lambda m, b: m(b).sum(),
+            config=TrainConfig(steps=1, batch_size=1, progress=False),
+            manual=True,
+        )
+        result = {
+            "enabled": info.enabled,
+            "world": info.world_size,
+            "mean": all_reduce_mean(5.0),
+            "ddp": isinstance(trainer._train_model, torch.nn.parallel.DistributedDataParallel),
+        }
+        (out.parent / f"{out.name}.rank-{info.rank}.json").write_text(json.dumps(result))
+        return 0
+    uneven = mode == "disentanglement"
+    init_distributed("cuda", timeout=SHORT if uneven else None)  # the group as on CUDA
+    _record_writers(out)
+    if uneven:
+        _slow_rank_1()
+    from paperzoo.cli import main
+
+    args = ["reproduce", mode, "--scale", "smoke", "--device", "cpu", "--quiet"]
+    return main([*args, "--out", str(out)])
+
+
+# -- the tests that launch ranks -------------------------------------------------------------------
+
+
+def _launch(mode: str, out: Path, nproc: int = WORLD) -> subprocess.CompletedProcess:
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    cmd += [f"--nproc_per_node={nproc}", __file__, mode, str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+
+
+def _collectives(out: Path) -> list[list[str]]:
+    path = out.parent / f"{out.name}.collectives"
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _writers(out: Path) -> list[str]:
+    return sorted(p.name.rsplit("-", 1)[1] for p in out.parent.glob(f"{out.name}.wrote-rank-*"))
+
+
+def test_primitives_on_the_backend_asked_for_on_cuda(tmp_path: Path) -> None:
+    out = tmp_path / "primitives"
+    proc = _launch("primitives", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"primitives.rank-{r}.json").read_text()) for r in (0, 1)]
+    assert [r["mean"] for r in ranks] == [2.0, 2.0]
+    assert all(r["waited"] for r in ranks)  # the uneven wait outlived the 3-s timeout
+    assert ranks[0]["barrier"].startswith("raised")  # while a barrier does not
+    calls = _collectives(out)
+    assert {c[1] for c in calls} == {"all_reduce"}
+    assert all(c[3] == "cpu:gloo,cuda:nccl" for c in calls)
+
+
+def test_one_process_under_torchrun_still_runs_collectives(tmp_path: Path) -> None:
+    """A one-GPU check launches the data-parallel papers with --nproc_per_node=1: DDP and the
+    reductions must run there as on eight GPUs, not be skipped for a world of one."""
+    out = tmp_path / "one"
+    proc = _launch("one-rank", out, nproc=1)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "one.rank-0.json").read_text())
+    assert result == {"enabled": True, "world": 1, "mean": 5.0, "ddp": True}
+    assert [c[1:] for c in _collectives(out)] == [["all_reduce", "cpu", "cpu:gloo,cuda:nccl"]]
+
+
+@pytest.mark.parametrize("paper", ["resnet", "perceiver"])
+def test_data_parallel_paper_on_two_ranks_as_on_cuda(tmp_path: Path, paper: str) -> None:
+    out = tmp_path / paper
+    proc = _launch(paper, out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "results.json").is_file()
+    assert _writers(out) == ["0"]  # rank 0 alone wrote the report
+    result = json.loads((out / "results.json").read_text())
+    assert result["claims"] and all(c["measured"] is not None for c in result["claims"])
+    if paper == "resnet":  # it reduces each net's train loss and error over the ranks
+        reduced = [c for c in _collectives(out) if c[1] == "all_reduce"]
+        assert reduced and all(c[2] == "cpu" for c in reduced)
+
+
+def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:
+    out = tmp_path / "disentanglement"
+    proc = _launch("disentanglement", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _writers(out) == ["0"]
+    two = json.loads((out / "results.json").read_text())
+
+    from paperzoo.cli import main
+
+    one_out = tmp_path / "one-process"
+    args = ["reproduce", "disentanglement", "--scale", "smoke", "--device", "cpu", "--quiet"]
+    assert main([*args, "--out", str(one_out), "--threads", "1"]) == 0
+    one = json.loads((one_out / "results.json").read_text())
+    measured = {c["id"]: c["measured"] for c in one["claims"]}
+    assert len(measured) > 10
+    assert {c["id"]: c["measured"] for c in two["claims"]} == measured
+
+    # every grid item, trained on whichever rank it was given, as in one process
+    def items(result: dict) -> list[dict]:
+        return [
+            {k: v for k, v in r.items() if k != "weights"} for r in result["details"]["records"]
+        ]
+
+    assert items(two) == items(one)
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1], Path(sys.argv[2])))
