@@ -147,3 +147,20 @@ def test_embedded_mnist5k_is_real_stratified_and_seeded():
 def test_debian_fashion_mnist():
     split = load_dataset("fashion-mnist")
     assert split.x_train.shape == (60000, 1, 28, 28) and len(split.y_test) == 10000
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_idx_count_reads_the_number_of_examples_from_the_header(tmp_path, gz):
+    from paperzoo.data.idx import idx_count
+
+    _write_mnist_dir(tmp_path / "mnist", n_train=7, n_test=3, gz=gz)
+    suffix = ".gz" if gz else ""
+    assert idx_count(tmp_path / "mnist" / f"train-images-idx3-ubyte{suffix}") == 7
+    assert idx_count(tmp_path / "mnist" / f"t10k-labels-idx1-ubyte{suffix}") == 3
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"\x01\x02\x08\x03" + b"\x00" * 8)
+    with pytest.raises(DataError, match="not an IDX file"):
+        idx_count(bad)
+    bad.write_bytes(b"\x00\x00")
+    with pytest.raises(DataError, match="not an IDX file"):
+        idx_count(bad)
