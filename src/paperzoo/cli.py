@@ -80,6 +80,14 @@ def _folds(text: str) -> tuple[int, ...]:
     return tuple(folds)
 
 
+def _precision(text: str) -> str:
+    from paperzoo.engine.precision import PRECISIONS
+
+    if text not in PRECISIONS:
+        raise argparse.ArgumentTypeError(f"--precision takes {', '.join(PRECISIONS)}, got {text!r}")
+    return text
+
+
 def _non_negative(text: str) -> int:
     try:
         v = int(text)
@@ -136,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--download", action="store_true", help="fetch missing files (SHA-256 checked)")
     r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
     r.add_argument("--threads", type=_positive, help="torch intra-op threads (default: torch's)")
+    r.add_argument(
+        "--precision",
+        type=_precision,
+        help="fp32, tf32 (CUDA matmuls and convolutions in TF32) or bf16 (the models' forward "
+        "passes under bf16 autocast); default: fp32 on the CPU, on CUDA the paper's own choice "
+        "(`paperzoo list --json`: cuda_precision)",
+    )
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     fold = r.add_mutually_exclusive_group()
     fold.add_argument(
@@ -292,6 +307,7 @@ def _child_args(args: argparse.Namespace) -> list[str]:
         ("--dataset", args.dataset),
         ("--data-root", args.data_root),
         ("--device", args.device),
+        ("--precision", args.precision),
     ):
         if value is not None:
             out += [flag, str(value)]
@@ -378,6 +394,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     import torch
 
     from paperzoo.engine import init_distributed, seed_everything
+    from paperzoo.engine.precision import default_precision
     from paperzoo.experiments import EXPERIMENTS, RunContext
     from paperzoo.experiments.runner import aggregate_dirs, run_experiment, run_seeds
 
@@ -447,6 +464,8 @@ def _reproduce(args: argparse.Namespace) -> int:
                     folds=args.folds,
                     shard=args.shard,
                     max_steps=args.max_steps,
+                    precision=args.precision
+                    or default_precision(EXPERIMENTS.create(name).cuda_precision, device),
                     dist=dist,
                     part=args.part,
                     command=args.command_line,
@@ -609,6 +628,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         out_dir=args.out,
         part=first.part,
         command=args.command_line,
+        precision=first.precision,  # check_same_run: every shard ran at it
     )
     try:
         outcome = exp.merge(raw, ctx)

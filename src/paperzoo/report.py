@@ -292,6 +292,7 @@ class Result:
     # fields no longer show (they survive every re-merge)
     marks: list[str] = field(default_factory=list)
     threads: int | None = None  # torch's intra-op threads per process (None: not recorded)
+    precision: str = "fp32"  # --precision (paperzoo.engine.precision); older results: fp32
 
     @property
     def paper_setting(self) -> bool:
@@ -392,6 +393,7 @@ class Result:
             d["seed"] = self.seeds[0]
         d |= {
             "device": self.device,
+            "precision": self.precision,
             "wall_seconds": round(self.wall_seconds, 1),
             "paperzoo_version": self.paperzoo_version,
             "torch_version": self.torch_version,
@@ -474,6 +476,7 @@ class Result:
                 command=d.get("command"),
                 marks=list(d.get("marks", [])),
                 threads=d.get("threads"),
+                precision=str(d.get("precision", "fp32")),  # results before --precision: fp32
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -548,10 +551,11 @@ def data_identity(data: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 def check_same_run(runs: list[Result], what: str = "runs") -> None:
     """Raise ``ValueError`` (one line) unless ``runs`` share paper, scale, version, code (commit
-    and source digest), data, setting and part: what may be merged into one verdict."""
+    and source digest), data, setting, part and precision: what may be merged into one verdict."""
     if not runs:
         raise ValueError("nothing to merge")
     keys = ("paper", "scale", "paperzoo_version", "commit", "source_sha256", "setting_note", "part")
+    keys += ("precision",)  # fp32 / tf32 / bf16 runs measure different numerics
     for key in keys:
         values = sorted({str(getattr(r, key)) for r in runs})
         if len(values) > 1:
@@ -658,6 +662,7 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         shards=first.shards,
         marks=list(dict.fromkeys(m for r in runs for m in r.marks)),
         threads=threads.pop() if len(threads) == 1 else None,
+        precision=first.precision,
     )
 
 
@@ -766,7 +771,7 @@ def render_markdown(result: Result) -> str:
     lines += [
         f"**{headline(result)}**",
         "",
-        f"`{result.command or _command(result)}` on {result.device}, "
+        f"`{result.command or _command(result)}` on {result.device} ({result.precision}), "
         f"{result.wall_seconds:.1f} s{' (sum over seeds)' if len(seeds) > 1 else ''} "
         f"(paperzoo {result.paperzoo_version}, torch {result.torch_version}, {code})",
         "",

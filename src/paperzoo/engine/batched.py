@@ -14,6 +14,9 @@ model keeps what it would have alone:
 * its own validation-based model selection (``BatchedKeeper``: best validation accuracy, ties by
   lower loss, per model).
 
+Under ``--precision bf16`` the stacked model's forwards run under bf16 autocast (outputs back in
+float32; ``paperzoo.engine.precision``), as in ``Trainer``.
+
 So each model's trajectory equals training it alone, up to float round-off (tests/engine/
 test_batched.py; a model-level test in tests/experiments/test_ggnn.py).
 
@@ -38,6 +41,7 @@ from torch import Tensor, nn
 from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import interrupt
+from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.trainer import BatchSampler, checkpoint_seconds_default
 from paperzoo.utils.io import atomic_write_text
@@ -194,7 +198,10 @@ def fit_batched(
     planned = steps
     run_steps = b.cap(steps) if b is not None else steps
     every = checkpoint_seconds if checkpoint_seconds is not None else checkpoint_seconds_default()
-    with b.track(desc, "steps", planned) if b is not None else nullcontext() as node:
+    # --precision bf16: the model's forwards (training and validation) under autocast, outputs
+    # back in fp32, so the summed loss, its backward and the optimiser are fp32 (engine.precision)
+    forwards = num_precision.autocast_modules([model])
+    with b.track(desc, "steps", planned) if b is not None else nullcontext() as node, forwards:
         model.train()
         t0 = t1 = time.perf_counter()
         saved = time.monotonic()

@@ -16,6 +16,11 @@ Under a step budget (``paperzoo.engine.budget``, ``reproduce --max-steps N``) ``
 most N steps, times them for the run's time estimate, and checkpoints the capped run as finished;
 learning-rate schedules, which close over the planned step count, are unchanged.
 
+Under ``--precision bf16`` (``paperzoo.engine.precision``) the forward passes of the model and of
+the ``extra`` modules run under bf16 autocast while ``fit`` runs (periodic evaluation included);
+their outputs come back in float32, so the loss, the backward pass, the optimizer step and the
+logged metrics are float32.
+
 Two ways to define a step:
 
 * ``loss_fn(model, batch) -> loss`` or ``-> (loss, {"name": value, ...})``: the trainer zeroes the
@@ -46,6 +51,7 @@ from tqdm.auto import tqdm
 from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import interrupt
+from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import DistInfo, current
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
 from paperzoo.utils.io import atomic_write_text
@@ -502,7 +508,10 @@ class Trainer:
 
     def _fit(self, data: DataSource, resume: bool) -> History:
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
+        # --precision bf16: the forwards of the trained modules run under autocast, their outputs
+        # come back in fp32 (the loss, backward, optimizer and metrics stay fp32; engine.precision)
+        forwards = num_precision.autocast_modules(self._modules().values())
+        with torch.random.fork_rng(devices=devices), forwards:
             torch.manual_seed(derive_seed(self.config.seed, "global"))
             resumed = self.resume() if resume else False
             if not resumed and self.checkpoint_dir is not None and self.dist.is_main:

@@ -190,6 +190,8 @@ class RunContext:
     part: str | None = None  # --part: run one part of the paper (``Experiment.parts``); None: all
     # --max-steps: every loop stops after this many steps (paperzoo.engine.budget); None: off
     max_steps: int | None = None
+    # --precision: fp32 | tf32 | bf16 (paperzoo.engine.precision), applied by the runner around run
+    precision: str = "fp32"
     dist: DistInfo = field(default_factory=DistInfo)
     restart: bool = False  # --restart: clear what an earlier run left in out_dir first
     # Selection hygiene check (tests): test data passed through ``holdout`` raise when read
@@ -253,6 +255,10 @@ class Experiment(ABC):
     # Parts of the paper that run alone (``--part NAME``): name -> the prefix of its claim ids.
     parts: ClassVar[Mapping[str, str]] = MappingProxyType({})
     configs: ClassVar[Mapping[str, Any]]
+    # The precision of a run on CUDA without --precision (paperzoo.engine.precision): the fastest
+    # setting that leaves the paper's numbers unchanged, its reason in docs/<paper>.md. On the CPU
+    # the default is always fp32.
+    cuda_precision: ClassVar[str] = "fp32"
     # What the time estimate of a --max-steps run leaves out (shown in its report).
     not_estimated: ClassVar[tuple[str, ...]] = ()
 

@@ -362,6 +362,7 @@ def _carve_validation(
 @EXPERIMENTS.register("coordconv")
 class CoordConvExperiment(Experiment):
     name = "coordconv"
+    cuda_precision = "fp32"  # the reason: docs/coordconv.md, "Precision on CUDA"
     title = "An intriguing failing of convolutional neural networks and the CoordConv solution"
     claims = _CLAIMS
     not_estimated = ("evaluation beyond the first batches of the validation and test centres",)

@@ -1039,6 +1039,7 @@ def _traversal_figure(
 @EXPERIMENTS.register("disentanglement")
 class DisentanglementExperiment(Experiment):
     name = "disentanglement"
+    cuda_precision = "bf16"  # the reason: docs/disentanglement.md, "Precision on CUDA"
     title = "Are Disentangled Representations Helpful for Abstract Visual Reasoning?"
     datasets = ("abstract-dsprites", "color-shapes", "dsprites")
     # The study's dSprites variant, drawn from the real archive under --data-root at full scale

@@ -217,6 +217,7 @@ def _model_config(
 @EXPERIMENTS.register("draw")
 class DrawExperiment(Experiment):
     name = "draw"
+    cuda_precision = "tf32"  # the reason: docs/draw.md, "Precision on CUDA"
     title = "DRAW: A Recurrent Neural Network For Image Generation"
     datasets = ("mnist5k", "mnist", "fashion-mnist")
     # Full: binarized MNIST, i.e. the 60,000 + 10,000 MNIST digits from --data-root binarised

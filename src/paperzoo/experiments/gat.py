@@ -227,6 +227,7 @@ def _noise_loss(eps: float, clip: tuple[float, float]) -> Callable[[nn.Module, A
 @EXPERIMENTS.register("gat")
 class GATExperiment(Experiment):
     name = "gat"
+    cuda_precision = "fp32"  # the reason: docs/gat.md, "Precision on CUDA"
     title = "Generative Adversarial Trainer: Defense to Adversarial Perturbations with GAN"
     claims = _CLAIMS
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100")

@@ -372,6 +372,7 @@ _CLAIMS = (
 @EXPERIMENTS.register("path-sgd")
 class PathSGDExperiment(Experiment):
     name = "path-sgd"
+    cuda_precision = "tf32"  # the reason: docs/path-sgd.md, "Precision on CUDA"
     title = "Path-SGD: Path-Normalized Optimization in Deep Neural Networks"
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100", "svhn")
     # Section 6 runs four data sets: MNIST is the full scale's default (``paper_data``); the other

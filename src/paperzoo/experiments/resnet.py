@@ -209,6 +209,7 @@ _FULL_MORE = ("plain32", "plain44", "resnet32", "resnet44", "resnet110")
 @EXPERIMENTS.register("resnet")
 class ResNetExperiment(Experiment):
     name = "resnet"
+    cuda_precision = "bf16"  # the reason: docs/resnet.md, "Precision on CUDA"
     title = "Deep Residual Learning for Image Recognition"
     datasets = ("digits", "mnist5k", "cifar10", "cifar100", "mnist", "fashion-mnist")
     # The data set of each scale when --dataset is not given: full is the paper's CIFAR-10

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from paperzoo.engine import budget
+from paperzoo.engine import precision as num_precision
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
@@ -96,6 +97,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         setting_note=exp.setting_note(ctx),
         part=ctx.part,
         command=ctx.command,
+        precision=ctx.precision,
         threads=torch.get_num_threads(),
     )
 
@@ -139,6 +141,8 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
         spec["part"] = ctx.part
     if ctx.max_steps is not None:  # a capped run is another run (never resumed as a real one)
         spec["max_steps"] = ctx.max_steps
+    if ctx.precision != "fp32":  # another precision is another run (absent: fp32, older records)
+        spec["precision"] = ctx.precision
     from paperzoo.provenance import code_identity
 
     spec["code"] = dict(code_identity())  # models trained by other code are never resumed
@@ -412,11 +416,13 @@ def _run_and_build(
 ) -> Result:
     start = time.perf_counter()
     if ctx.max_steps is None:
-        outcome = run_or_diverge(exp, cfg, ctx)
+        with num_precision.using(ctx.precision, ctx.device):
+            outcome = run_or_diverge(exp, cfg, ctx)
         wall = time.perf_counter() - start
         partial = None
     else:
-        with budget.capped(budget.StepBudget(ctx.max_steps, ctx.device)) as steps:
+        capped = budget.capped(budget.StepBudget(ctx.max_steps, ctx.device))
+        with capped as steps, num_precision.using(ctx.precision, ctx.device):
             outcome = run_or_diverge(exp, cfg, ctx)
         wall = time.perf_counter() - start
         partial = steps.summary(wall)

@@ -423,6 +423,7 @@ def pgm_errors(
 @EXPERIMENTS.register("wrm")
 class WRMExperiment(Experiment):
     name = "wrm"
+    cuda_precision = "fp32"  # the reason: docs/wrm.md, "Precision on CUDA"
     title = "Certifying Some Distributional Robustness with Principled Adversarial Training"
     datasets = ("mnist5k", "mnist")
     paper_data = "mnist"  # Section 4.2's MNIST at full scale; the spheres are generated

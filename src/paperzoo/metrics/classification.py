@@ -7,6 +7,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from paperzoo.engine import precision
+
 
 @torch.no_grad()
 def predict(
@@ -18,14 +20,22 @@ def predict(
 ) -> Tensor:
     """Logits of ``model`` on ``x`` in batches, in eval mode (the caller's mode is restored).
 
+    Under ``--precision bf16`` the forward runs under bf16 autocast and the logits come back in
+    float32 (``paperzoo.engine.precision``); otherwise in float32.
+
     Shapes:
         x: (N, ...) -> (N, num_classes) on the CPU.
     """
+
     was_training = getattr(model, "training", None)
     if isinstance(model, nn.Module):
         model.eval()
     try:
-        outs = [model(x[i : i + batch_size].to(device)).cpu() for i in range(0, len(x), batch_size)]
+        with precision.autocast_forward():
+            outs = [
+                precision.to_float32(model(x[i : i + batch_size].to(device))).cpu()
+                for i in range(0, len(x), batch_size)
+            ]
     finally:
         if isinstance(model, nn.Module) and was_training is not None:
             model.train(was_training)

@@ -105,6 +105,14 @@ def _spmm(adj: Tensor, x: Tensor) -> Tensor:
     return torch.addmm(x.new_empty(adj.shape[0], x.shape[1]), adj, x, beta=0)
 
 
+def _fp32(*tensors: Tensor | None) -> tuple[Tensor | None, ...]:
+    """The inputs of the hand-written propagation steps, bf16 / fp16 ones cast to float32: the
+    steps run with autocast off (under ``--precision bf16`` their sparse sums have no bf16 CPU
+    kernel, and their backward pass is written for one dtype), so the propagation stays fp32."""
+    low = (torch.bfloat16, torch.float16)
+    return tuple(t.float() if t is not None and t.dtype in low else t for t in tensors)
+
+
 def _check_graph(edge_index: Tensor, edge_type: Tensor | None, num_types: int) -> None:
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
         raise ValueError(f"edge_index must be (2, E), got shape {tuple(edge_index.shape)}")
@@ -377,7 +385,9 @@ class GatedGraphPropagation(nn.Module):
             return h
         w_pre, w_a, const = self._weights(plan)
         u_zr, u_c = self.lin_h_zr.weight.t(), self.lin_h_c.weight.t()
-        out = _GatedSteps.apply(h, const, w_pre, w_a, u_zr, u_c, plan.adj, plan.adj_t, steps)
+        args = _fp32(h, const, w_pre, w_a, u_zr, u_c)
+        with torch.autocast(h.device.type, enabled=False):  # see _fp32
+            out = _GatedSteps.apply(*args, plan.adj, plan.adj_t, steps)
         return out  # type: ignore[no-any-return]
 
     def extra_repr(self) -> str:
@@ -567,7 +577,9 @@ class StackedGatedPropagation(nn.Module):
             return h
         w_pre, w_a, const = self._weights(plan, n)
         u_zr, u_c = self.lin_h_zr_weight.transpose(1, 2), self.lin_h_c_weight.transpose(1, 2)
-        out = _StackedGatedSteps.apply(h, const, w_pre, w_a, u_zr, u_c, plan.adj, plan.adj_t, steps)
+        args = _fp32(h, const, w_pre, w_a, u_zr, u_c)
+        with torch.autocast(h.device.type, enabled=False):  # see _fp32
+            out = _StackedGatedSteps.apply(*args, plan.adj, plan.adj_t, steps)
         return out  # type: ignore[no-any-return]
 
     def unstacked(self, index: int, into: GatedGraphPropagation) -> GatedGraphPropagation:
