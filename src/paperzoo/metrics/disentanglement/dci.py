@@ -72,7 +72,9 @@ def _fit_factor(
     if len(np.unique(y)) < 2:  # a constant factor: nothing to predict, no importance
         return np.zeros(codes_train.shape[1]), 1.0, float(np.mean(y_test == y[0]))
     if backend == "batched":
-        gbt = fit_batched_gbt(codes_train, y, n_estimators=n_estimators, max_bins=max_bins)
+        gbt = fit_batched_gbt(
+            codes_train, y, n_estimators=n_estimators, max_bins=max_bins, random_state=random_state
+        )
         return (
             np.abs(gbt.feature_importances),
             float(np.mean(gbt.train_predictions() == y)),
@@ -148,10 +150,12 @@ def dci(
         n_jobs: fit the per-factor classifiers in parallel threads (same result).
         backend: "sklearn" (default): scikit-learn's ``GradientBoostingClassifier``, the
             reference (disentanglement_lib's). "batched": the same boosting algorithm with all
-            trees of a stage grown together (``paperzoo.metrics.disentanglement.gbt``), about
-            4x faster at one thread; ties between equally good splits are decided differently,
-            so the scores differ by about as much as scikit-learn's under another
-            ``random_state`` (measured in docs/disentanglement.md). ``random_state`` is unused.
+            trees of a stage grown together (``paperzoo.metrics.disentanglement.gbt``), faster
+            at one thread (docs/disentanglement.md, "Benchmark"); ties between equally good
+            splits are decided in scikit-learn's order, drawn from ``random_state`` as there
+            (duplicated latents share their importance as in scikit-learn); sums accumulated in
+            another order can still decide a near-tie the other way (measured in
+            docs/disentanglement.md).
         max_bins: "batched" only: None (default) tries every threshold, as scikit-learn; an
             integer restricts thresholds to that many equal-count bins per latent: the fast
             mode. 256 bins at the study's 10,000 / 5,000 codes (10 stages, one thread): 18x

@@ -12,18 +12,33 @@ What is the same as scikit-learn (1.x defaults: learning_rate 0.1, max_depth 3, 
 min_samples_split 2, min_samples_leaf 1, subsample 1, prior initialisation): the features are
 rounded to float32 first, candidate thresholds lie between neighbouring values more than 1e-7
 apart, a threshold is the midpoint a/2 + b/2 of the two sample values around it, a node with
-impurity <= machine epsilon or fewer than 2 samples is a leaf. What differs: ties in the split
-criterion (frequent in the first stages, where a tree's residuals take two values) go to the
-first position and lowest feature, where scikit-learn visits the features in an order drawn
-from ``random_state``; sums are accumulated in another order (last-bit differences that can
-flip a near-tie); and values within 1e-7 are grouped by a chain over the whole feature, not
-per node. One tie decided differently changes every later stage, so the scores differ by about
-as much as scikit-learn's own scores under another ``random_state`` (measured in
-docs/disentanglement.md); binary factors without ties give the same trees.
+impurity <= machine epsilon or fewer than 2 samples is a leaf, and ties in the split criterion
+(frequent in the first stages, where a tree's residuals take two values, and between duplicated
+latents) are decided as scikit-learn decides them: ``random_state`` seeds every tree as there
+(one ``randint(0, 2**31 - 1)`` per tree from ``RandomState(random_state)``, stage after stage,
+class after class), each node's features are drawn in the order of scikit-learn's
+``BestSplitter`` (its Fisher-Yates pass with the tree's xorshift generator, the constant
+features set aside and remembered for the descendants, nodes in its depth-first order:
+``_TreeSampler``), and the feature drawn first wins a tie, then the lowest threshold. With the
+same ``random_state`` the trees are then scikit-learn's wherever its criterion values and ours
+are equal: to rounding on integer-valued codes with duplicated columns and a binary factor
+(tested; the former lowest-feature rule was off by 0.4 in the importances there).
 
-``max_bins`` (optional) restricts the thresholds to bin edges and builds histograms instead:
-about 1.5x faster again at 2,000 codes and 3.7x at 10,000, but a coarser model whose scores
-move further (also measured).
+What still differs: sums are accumulated in another order, so a near-tie between different
+cuts (criterion values equal up to rounding, as in small nodes) can go the other way; a node
+whose residuals are equal up to rounding has an impurity of rounding size, above machine
+epsilon in scikit-learn, and is split on rounding noise by both, differently, which changes the
+feature draws of the rest of that tree (such a split moves predictions and importances by
+rounding only, but the later ties of that tree are decided by another, equally random, order); and values within 1e-7 are grouped by a
+chain over the whole feature, not per node. One split decided differently changes every later
+stage, so on such codes the scores differ from scikit-learn's under the same ``random_state`` by
+less than scikit-learn's own spread over ``random_state`` (measured in docs/disentanglement.md).
+The replay costs a Python loop over the features of every split node (about 7 x D steps per
+tree) and a sorted-order test of the constant features of every child.
+
+``max_bins`` (optional) restricts the thresholds to bin edges and builds histograms instead
+(ties decided in the same order; features with at most ``max_bins`` distinct values give the
+exact trees): faster, but a coarser model whose scores move further (also measured).
 
 Why it is faster: scikit-learn grows the K trees of a stage one after another and re-sorts
 every node's samples per feature; here the features are sorted once and each level of a block
@@ -95,8 +110,217 @@ def _probabilities(raw: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+_RAND_R_MAX = 0x7FFFFFFF  # scikit-learn's RAND_R_MAX (sklearn/utils/_random.pxd)
+
+
+class _TreeSampler:
+    """The feature sampling of scikit-learn's ``BestSplitter`` for one tree, replayed.
+
+    ``sklearn/tree/_splitter.pyx`` (1.x, ``node_split_best``): every node that is split draws the
+    features without replacement by a Fisher-Yates pass over ``splitter.features`` with the
+    tree's own xorshift generator (``our_rand_r`` in ``sklearn/utils/_random.pxd``, seeded by
+    ``random_state.randint(0, RAND_R_MAX)`` when the tree is fitted), skipping the features known
+    to be constant from an ancestor and setting aside the ones found constant in the node
+    (max - min <= 1e-7); the others are evaluated in the order drawn, and a later feature
+    replaces the best split only if its criterion is strictly larger. ``features`` and the
+    constant-feature list persist from node to node in the builder's depth-first order (root,
+    left subtree, right subtree), so the order of a node depends on every node split before it.
+    """
+
+    __slots__ = ("constant", "features", "state")
+
+    def __init__(self, seed: int, d: int):
+        self.state = int(seed)
+        self.features = list(range(d))
+        self.constant = [0] * d
+
+    def _rand_int(self, low: int, high: int) -> int:
+        """``rand_int``: low + our_rand_r(state) % (high - low), our_rand_r a 32-bit xorshift."""
+        s = self.state or 1  # our_rand_r replaces a zero state by DEFAULT_SEED = 1
+        s ^= (s << 13) & 0xFFFFFFFF
+        s ^= s >> 17
+        s ^= (s << 5) & 0xFFFFFFFF
+        self.state = s
+        return low + (s % (_RAND_R_MAX + 1)) % (high - low)
+
+    def visit(self, n_known: int, constant: np.ndarray) -> tuple[list[int], int]:
+        """Draw the features of one node that is split.
+
+        Args:
+            n_known: the constant features known from the ancestors (the parent's total).
+            constant: (D,) whether each feature is constant in this node.
+
+        Returns:
+            the features evaluated, in the order drawn, and the node's total of known constants
+            (its children's ``n_known``).
+        """
+        f, d = self.features, len(self.features)
+        f_i, n_found, n_drawn, n_total, visited = d, 0, 0, n_known, 0
+        order = []
+        # The loop of node_split_best with max_features = n_features (the trees' default).
+        while f_i > n_total and (visited < d or visited <= n_found + n_drawn):
+            visited += 1
+            f_j = self._rand_int(n_drawn, f_i - n_found)
+            if f_j < n_known:  # a constant known from an ancestor: set aside, not evaluated
+                f[n_drawn], f[f_j] = f[f_j], f[n_drawn]
+                n_drawn += 1
+                continue
+            f_j += n_found
+            if constant[f[f_j]]:  # found constant here
+                f[f_j], f[n_total] = f[n_total], f[f_j]
+                n_found += 1
+                n_total += 1
+                continue
+            f_i -= 1
+            f[f_i], f[f_j] = f[f_j], f[f_i]
+            order.append(f[f_i])
+        f[:n_known] = self.constant[:n_known]  # the known constants keep their order
+        self.constant[n_known:n_total] = f[n_known:n_total]
+        return order, n_total
+
+
+class _SplitterReplay:
+    """scikit-learn's feature order at every node of a block of B trees grown level by level.
+
+    A node's order is drawn (``visit``) when scikit-learn's depth-first builder would reach it:
+    at level 0 the root; at level 1 the left node, then (once the left node's split is chosen)
+    its two children, then the right node and its children. With depth 3 the children of a
+    level-1 node have only leaves below them, so their draws need only their own samples, and
+    the level-2 orders are all known before level 2 is grown. ``pick`` then resolves a tie in the
+    split criterion as scikit-learn does: the feature drawn first, then the lowest threshold.
+    """
+
+    def __init__(self, seeds: list[int], d: int, root_constant: np.ndarray):
+        assert _DEPTH <= 3, "the replay visits a level-1 node's children right after its split"
+        self.trees = [_TreeSampler(s, d) for s in seeds]
+        self.d = d
+        b_n = len(seeds)
+        self.known: dict[tuple[int, int], np.ndarray] = {(0, 0): np.zeros(b_n, dtype=np.int64)}
+        self.constant: dict[tuple[int, int], np.ndarray] = {
+            (0, 0): np.broadcast_to(root_constant, (b_n, d))
+        }
+        self.splittable: dict[tuple[int, int], np.ndarray] = {}
+        self.rank: dict[tuple[int, int], np.ndarray] = {}  # (B, D): D for features not evaluated
+        self.order: dict[tuple[int, int], np.ndarray] = {}  # (B, D + 1) feature at each rank
+
+    def visit(self, level: int, m: int, splittable: np.ndarray) -> None:
+        """Draw node m of ``level`` in the trees where it is split (splittable (B,) bool)."""
+        if (level, m) in self.rank:
+            return
+        b_n, d = len(self.trees), self.d
+        rank = np.full((b_n, d), d, dtype=np.int64)
+        order = np.full((b_n, d + 1), -1, dtype=np.int64)
+        total = np.zeros(b_n, dtype=np.int64)
+        known, constant = self.known[(level, m)], self.constant[(level, m)]
+        for b in np.nonzero(splittable)[0]:
+            feats, total[b] = self.trees[b].visit(int(known[b]), constant[b])
+            rank[b, feats] = np.arange(len(feats))
+            order[b, : len(feats)] = feats
+        self.rank[(level, m)], self.order[(level, m)] = rank, order
+        self.known[(level + 1, 2 * m)] = self.known[(level + 1, 2 * m + 1)] = total
+
+    def set_children(self, level: int, m: int, splittable: np.ndarray, constant: np.ndarray):
+        """Record the children of node m of ``level``: splittable (B, 2), constant (B, 2, D)."""
+        for k in range(2):
+            self.splittable[(level + 1, 2 * m + k)] = splittable[:, k]
+            self.constant[(level + 1, 2 * m + k)] = constant[:, k]
+        if level + 1 == _DEPTH - 1:  # only leaves below the children: draw them now
+            for k in range(2):
+                self.visit(level + 1, 2 * m + k, splittable[:, k])
+
+    def pick(
+        self,
+        level: int,
+        m: int,
+        tree: np.ndarray,
+        feature: np.ndarray,
+        pos: np.ndarray,
+        n_pos: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The winner among a node's best candidates (tree, feature, cut position), per tree:
+        the feature drawn first, then the lowest position. Returns best feature (B,) (-1 where
+        a tree has no candidate) and position (B,)."""
+        b_n = len(self.trees)
+        rank = self.rank[(level, m)]
+        key = rank[tree, feature] * n_pos + pos
+        best = np.full(b_n, np.iinfo(np.int64).max)
+        np.minimum.at(best, tree, key)
+        has = best < self.d * n_pos  # a candidate among the features evaluated
+        r = np.where(has, best // n_pos, self.d)
+        f = np.where(has, self.order[(level, m)][np.arange(b_n), r], -1)
+        return f, np.where(has, best % n_pos, 0)
+
+
+def _children_stats(
+    order_t: np.ndarray,
+    xs_t: np.ndarray,
+    r_t: np.ndarray,
+    rr_t: np.ndarray,
+    member: np.ndarray,
+    right: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whether the two children of a node can be split, and which features are constant there.
+
+    The children's counts and residual sums are ``bincount``s over the node's samples in sample
+    order: the same additions, in the same order, as the next level's sums, so the same leaf
+    decisions (>= 2 samples, impurity > machine epsilon). A child's smallest and largest value
+    of a feature are its first and last samples in that feature's sorted order.
+
+    Args:
+        order_t: (D, N) sample ids in increasing order of each feature; xs_t: (D, N) the sorted
+            values (float32-rounded, as float64).
+        r_t, rr_t: (B, N) residuals and their squares.
+        member: (B, N) the node's samples; right: (B, N) whether each goes right.
+
+    Returns:
+        splittable (B, 2), constant (B, 2, D) (max - min <= 1e-7, scikit-learn's test).
+    """
+    b_n, n = member.shape
+    d = order_t.shape[0]
+    idx = np.flatnonzero(member)  # tree-major, samples in order
+    cell = (idx // n) * 2 + right.ravel()[idx]
+    cnt = np.bincount(cell, minlength=2 * b_n).reshape(b_n, 2).astype(np.float64)
+    tot = np.bincount(cell, weights=r_t.ravel()[idx], minlength=2 * b_n).reshape(b_n, 2)
+    sq = np.bincount(cell, weights=rr_t.ravel()[idx], minlength=2 * b_n).reshape(b_n, 2)
+    safe = np.maximum(cnt, 1)
+    splittable = (cnt >= 2) & (sq / safe - (tot / safe) ** 2 > _EPS)
+    child = np.where(member, right.astype(np.int8), np.int8(2))  # (B, N): 0, 1, or elsewhere
+    in_order = child[:, order_t]  # (B, D, N) the child of each sorted position
+    constant = np.ones((b_n, 2, d), dtype=bool)
+    feat = np.arange(d)[None, :]
+    for k in range(2):
+        inside = in_order == k
+        first = np.argmax(inside, axis=2)  # (B, D); a boolean argmax stops at the first True
+        last = n - 1 - np.argmax(inside[:, :, ::-1], axis=2)
+        constant[:, k] = xs_t[feat, last] <= xs_t[feat, first] + _FEATURE_THRESHOLD
+    return splittable, constant
+
+
+def _route_exact(
+    best_f: np.ndarray,
+    best_p: np.ndarray,
+    at: np.ndarray,
+    pos: np.ndarray,
+    perm: np.ndarray,
+    right: np.ndarray,
+) -> None:
+    """Route: in its node's split feature order, a sample right of the cut goes right.
+
+    Writes ``right`` (B*N,) for the samples of every node with a split in best_f (B, M)."""
+    f_at = np.take_along_axis(best_f, at, axis=1)  # (B, N)
+    right_pos = (f_at >= 0) & (pos > np.take_along_axis(best_p, at, axis=1))
+    sample_at = np.take_along_axis(perm, np.maximum(f_at, 0)[:, None, :], axis=1)[:, 0]
+    right[sample_at.ravel()] = right_pos.ravel()
+
+
 def _grow_exact(
-    r_t: np.ndarray, order_t: np.ndarray, gid_t: np.ndarray, x_t: np.ndarray, importance: np.ndarray
+    r_t: np.ndarray,
+    order_t: np.ndarray,
+    gid_t: np.ndarray,
+    x_t: np.ndarray,
+    xs_t: np.ndarray,
+    importance: np.ndarray,
+    replay: _SplitterReplay,
 ):
     """Grow B trees (depth 3) on their targets r_t (B, N), every threshold tried.
 
@@ -107,8 +331,9 @@ def _grow_exact(
     Args:
         order_t: (D, N) sample ids in increasing order of each feature.
         gid_t: (D, N) int32 value group of each sorted position (1e-7 apart: new group).
-        x_t: (D, N) float64 feature values (float32-rounded).
+        x_t: (D, N) float64 feature values (float32-rounded); xs_t: (D, N) the same sorted.
         importance: (D,) accumulates every split's impurity decrease / N.
+        replay: scikit-learn's feature order of the B trees (ties go to the feature drawn first).
 
     Returns:
         per level (features (2^l, B), thresholds (2^l, B)), leaf of every sample (B, N),
@@ -119,6 +344,7 @@ def _grow_exact(
     bi = np.arange(b_n)[:, None]
     pos = np.arange(n)[None, :]
     r_flat = r_t.ravel()
+    rr_t = r_t * r_t
     offs = (bi * n)[:, :, None]  # (B, 1, 1) row offset of each tree in flat (B*N) arrays
     perm = order_t[None] + offs  # (B, D, N) flat index (tree, sample) at each position
     gid = np.broadcast_to(gid_t, (b_n, d, n))
@@ -131,7 +357,7 @@ def _grow_exact(
         cell = (bi * m_n + node).ravel()
         cnt = np.bincount(cell, minlength=b_n * m_n).reshape(b_n, m_n).astype(np.float64)
         tot = np.bincount(cell, weights=r_flat, minlength=b_n * m_n).reshape(b_n, m_n)
-        sq = np.bincount(cell, weights=r_flat * r_flat, minlength=b_n * m_n)
+        sq = np.bincount(cell, weights=rr_t.ravel(), minlength=b_n * m_n)
         safe = np.maximum(cnt, 1)
         impurity = sq.reshape(b_n, m_n) / safe - (tot / safe) ** 2
         can = alive & (cnt >= 2) & (impurity > _EPS)  # (B, M)
@@ -163,16 +389,32 @@ def _grow_exact(
         proxy *= inv
         np.copyto(proxy, -1.0, where=gid[:, :, 1:] == gid[:, :, :-1])
         np.copyto(proxy, -1.0, where=~ok_at[:, None, :])
-        f_pos = np.argmax(proxy, axis=1)  # (B, N-1) lowest best feature per position
-        v_pos = np.take_along_axis(proxy, f_pos[:, None, :], axis=1)[:, 0]
+        # The best value of every node, then every (feature, position) attaining it: ties are
+        # resolved in scikit-learn's order (``_SplitterReplay.pick``), node by node in the order
+        # its depth-first builder visits them.
+        v_pos = proxy.max(axis=1)  # (B, N-1)
+        best_v = np.empty((b_n, m_n))
+        for m in range(m_n):
+            best_v[:, m] = np.where(at_c == m, v_pos, -2.0).max(axis=1)
+        found = can & (best_v >= 0)
+        target = np.take_along_axis(np.where(found, best_v, np.nan), at_c, axis=1)  # (B, N-1)
+        cb, cd, cp = np.nonzero(proxy == target[:, None, :])
+        cm = at_c[cb, cp]
         best_f = np.full((b_n, m_n), -1)
         best_p = np.zeros((b_n, m_n), dtype=np.int64)
+        right = np.zeros(b_n * n, dtype=np.int64)
         for m in range(m_n):
-            vm = np.where(at_c == m, v_pos, -2.0)
-            p = np.argmax(vm, axis=1)  # first best position of the segment
-            found = can[:, m] & (vm[bi[:, 0], p] >= 0)
-            best_f[:, m] = np.where(found, f_pos[bi[:, 0], p], -1)
-            best_p[:, m] = p
+            replay.visit(level, m, can[:, m])
+            sel = cm == m
+            best_f[:, m], best_p[:, m] = replay.pick(level, m, cb[sel], cd[sel], cp[sel], n)
+            if level + 1 < _DEPTH:  # route node m's samples, then its children's draws
+                _route_exact(best_f, best_p, at, pos, perm, right)
+                member = node == m
+                split_m = best_f[:, m] >= 0
+                ok, const = _children_stats(
+                    order_t, xs_t, r_t, rr_t, member, right.reshape(b_n, n) == 1
+                )
+                replay.set_children(level, m, ok & split_m[:, None], const)
         split = best_f >= 0  # (B, M)
         fs = np.maximum(best_f, 0)
         sl = s_l[bi, fs, best_p]
@@ -189,12 +431,8 @@ def _grow_exact(
         thrs.append(np.where(split, mid, 0.0).T.copy())
         if level == 0:
             root_split = split[:, 0]
-        # Route: in its node's split feature order, a sample right of the cut goes right.
-        f_at = np.take_along_axis(best_f, at, axis=1)  # (B, N)
-        right_pos = (f_at >= 0) & (pos > np.take_along_axis(best_p, at, axis=1))
-        sample_at = np.take_along_axis(perm, np.maximum(f_at, 0)[:, None, :], axis=1)[:, 0]
-        right = np.zeros(b_n * n, dtype=np.int64)
-        right[sample_at.ravel()] = right_pos.ravel()
+        if level + 1 == _DEPTH:
+            _route_exact(best_f, best_p, at, pos, perm, right)
         node = 2 * node + right.reshape(b_n, n)
         alive = np.repeat(split, 2, axis=1)
         if level + 1 < _DEPTH:  # stable partition of every segment: order by (node, value)
@@ -246,10 +484,16 @@ class _Histograms:
         np.maximum.at(hi, flat, x64)
         self.bin_lo, self.bin_hi = lo.reshape(d, nb), hi.reshape(d, nb)  # value range of bins
         self.z = np.empty((n, 2 * t))
+        # each feature's sorted order and values, for the constant-feature tests
+        self.order_t = np.ascontiguousarray(np.argsort(x32, axis=0, kind="stable").T)  # (D, N)
+        self.xs_t = np.take_along_axis(x32.T, self.order_t, axis=1).astype(np.float64)
 
-    def grow(self, r: np.ndarray, importance: np.ndarray):
-        """Grow the T trees of a stage on r (N, T); same returns as ``_grow_exact`` (trees last)."""
+    def grow(self, r: np.ndarray, importance: np.ndarray, replay: _SplitterReplay):
+        """Grow the T trees of a stage on r (N, T); same returns as ``_grow_exact`` (trees last);
+        ``replay``: scikit-learn's feature order of the T trees (ties go to the first drawn)."""
         n, t = r.shape
+        r_t = np.ascontiguousarray(r.T)
+        rr_t = r_t * r_t
         d, nb, bins = self.bins.shape[1], self.nb, self.bins
         rows, cols = np.arange(n)[:, None], np.arange(t)[None, :]
         node = np.zeros((n, t), dtype=np.int64)  # heap index within the current level
@@ -286,11 +530,26 @@ class _Histograms:
                 proxy = np.where(ok, diff * diff / (c_l * (cnt[None, :, None, :] - c_l)), -np.inf)
             # Friedman's proxy maximised per (node, tree) over (feature, cut), feature-major.
             flat = np.moveaxis(proxy, (0, 2), (2, 3)).reshape(m_nodes, t, -1)  # (M, T, D*(B-1))
-            a = np.argmax(flat, axis=2)  # (M, T)
-            found = np.take_along_axis(flat, a[:, :, None], axis=2)[:, :, 0] > -np.inf
-            split = can_split & found
-            best_f = np.where(split, a // (nb - 1), -1)  # (M, T)
-            best_c = a % (nb - 1)
+            best_v = flat.max(axis=2)  # (M, T)
+            found = can_split & (best_v > -np.inf)
+            # Every (feature, cut) attaining its node's best value; ties resolved node by node
+            # in scikit-learn's feature order (as in the exact growth).
+            cm, ct, cj = np.nonzero(flat == np.where(found, best_v, np.nan)[:, :, None])
+            best_f = np.full((m_nodes, t), -1)
+            best_c = np.zeros((m_nodes, t), dtype=np.int64)
+            for m in range(m_nodes):
+                replay.visit(level, m, can_split[m])
+                sel = cm == m
+                best_f[m], best_c[m] = replay.pick(
+                    level, m, ct[sel], cj[sel] // (nb - 1), cj[sel] % (nb - 1), nb - 1
+                )
+                if level + 1 < _DEPTH:  # node m's children: their draws come next
+                    inm = node == m
+                    f_m = best_f[m]
+                    go = inm & (f_m >= 0) & (bins[:, np.maximum(f_m, 0)] > best_c[m])  # (N, T)
+                    ok, const = _children_stats(self.order_t, self.xs_t, r_t, rr_t, inm.T, go.T)
+                    replay.set_children(level, m, ok & (f_m >= 0)[:, None], const)
+            split = best_f >= 0  # (M, T)
             mi = np.arange(m_nodes)[:, None]
             f_safe = np.maximum(best_f, 0)
             sl, nl = s_l[f_safe, mi, best_c, cols], c_l[f_safe, mi, best_c, cols]
@@ -319,20 +578,48 @@ class _Histograms:
         return feats, thrs, node, root
 
 
+def tree_seeds(random_state: int | np.random.RandomState, count: int) -> list[int]:
+    """The seeds of scikit-learn's trees: each ``DecisionTreeRegressor`` of a boosting run shares
+    the run's ``RandomState`` and draws ``randint(0, RAND_R_MAX)`` once when it is fitted
+    (``Splitter.init``), stage after stage, class after class."""
+    if isinstance(random_state, np.random.RandomState):
+        rs = random_state
+    elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        rs = np.random.RandomState(random_state)
+    else:
+        raise ValueError(
+            f"random_state must be an int or a numpy RandomState, got {random_state!r}"
+        )
+    return [int(rs.randint(0, _RAND_R_MAX)) for _ in range(count)]
+
+
 def fit_batched_gbt(
-    x: np.ndarray, y: np.ndarray, *, n_estimators: int = 100, max_bins: int | None = None
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_estimators: int = 100,
+    max_bins: int | None = None,
+    random_state: int | np.random.RandomState = 0,
 ) -> BatchedGBT:
     """Fit the boosted trees of one factor.
 
     Args:
+        x: (N, D) features.
+        y: (N,) labels with at least two distinct values.
+        n_estimators: boosting stages.
         max_bins: None tries every threshold between distinct values, as scikit-learn; an integer
             restricts thresholds to that many equal-count bins per feature (faster,
             coarser: scores move by more than scikit-learn's own seed-to-seed spread).
+        random_state: as scikit-learn's ``GradientBoostingClassifier(random_state=...)``: it
+            seeds the feature order of every tree, which decides ties between equally good
+            splits.
 
-    Shapes:
-        x (N, D) float, y (N,) labels with at least two distinct values
+    Returns:
+        the fitted ``BatchedGBT``.
     """
     x32 = np.asarray(x, dtype=np.float32)
+    if x32.ndim != 2 or len(x32) != len(y):
+        raise ValueError(f"x {x32.shape} and y {np.shape(y)} must be (N, D) and (N,)")
     n, d = x32.shape
     classes, yi = np.unique(y, return_inverse=True)
     yi = yi.reshape(-1)
@@ -361,7 +648,10 @@ def fit_batched_gbt(
     importance = np.zeros(d)
     relevant = 0
     stages = []
-    for _ in range(n_estimators):
+    seeds = tree_seeds(random_state, n_estimators * t)
+    lo32, hi32 = x32.min(axis=0).astype(np.float64), x32.max(axis=0).astype(np.float64)
+    root_constant = hi32 <= lo32 + _FEATURE_THRESHOLD  # (D,) constant over all samples
+    for stage in range(n_estimators):
         r = onehot - _probabilities(raw)  # (N, T) negative gradient: every tree's target
         if max_bins is None:
             r_t = np.ascontiguousarray(r.T)  # (T, N)
@@ -370,15 +660,17 @@ def fit_batched_gbt(
             thrs = [np.empty((1 << lv, t)) for lv in range(_DEPTH)]
             for b0 in range(0, t, block):
                 b1 = min(t, b0 + block)
+                replay = _SplitterReplay(seeds[stage * t + b0 : stage * t + b1], d, root_constant)
                 f_b, th_b, node_t[b0:b1], root = _grow_exact(
-                    r_t[b0:b1], order, gid, x_t, importance
+                    r_t[b0:b1], order, gid, x_t, xs, importance, replay
                 )
                 relevant += int(root.sum())
                 for lv in range(_DEPTH):
                     feats[lv][:, b0:b1], thrs[lv][:, b0:b1] = f_b[lv], th_b[lv]
             node = node_t.T  # (N, T) leaf of every sample
         else:
-            feats, thrs, node, root = hists.grow(r, importance)
+            replay = _SplitterReplay(seeds[stage * t : (stage + 1) * t], d, root_constant)
+            feats, thrs, node, root = hists.grow(r, importance, replay)
             relevant += int(root.sum())
         # Leaf values: one Newton step per leaf (scikit-learn's _update_terminal_regions).
         n_leaves = 1 << _DEPTH
