@@ -1,40 +1,57 @@
 #!/usr/bin/env bash
 # make gpu-check: every paper's full config for a few steps on CUDA, and each one's estimate of
-# the whole run's time, in one table (issue 32, item 5). Run it on the GPU machine before paying
+# the whole run's time, in one table (issues 32 and 37). Run it on the GPU machine before paying
 # for the full runs:
 #
-#   DATA_ROOT=/data make gpu-check                  # all ten papers, 3 steps each, on CUDA
-#   SYNTH=1 make gpu-check                          # no real data: random MNIST / CIFAR-10 files
-#   DEVICE=cpu SCALE=smoke PAPERS=coordconv make gpu-check     # the plumbing, on a CPU
+#   DATA_ROOT=/data make gpu-check                  # all ten papers, 2 steps each, on CUDA
+#   SYNTH=1 make gpu-check                          # no real data: synthetic files, real layouts
+#   DEVICE=cpu SCALE=smoke SYNTH=1 tools/gpu_check.sh          # the plumbing, on a CPU
 #
 # Environment (defaults in brackets):
-#   DEVICE [cuda]  SCALE [full]  STEPS [3]: `paperzoo reproduce NAME --scale SCALE
-#       --max-steps STEPS --device DEVICE`, a fresh --out per paper (an estimate needs every loop
-#       to run here; a loop loaded from an earlier run is not timed).
-#   PAPERS [all ten]  DATA_ROOT [none]: passed as --data-root. A paper whose data are missing
-#       exits 2 with one line naming the data set and its layout: listed as skipped.
-#   SYNTH [0]: 1 writes random data in the real formats and sizes (tools/synth_data.py: MNIST,
-#       CIFAR-10) under OUT/data when DATA_ROOT is unset: the times are real, the verdicts not.
-#   NPROC [GPUs seen by nvidia-smi; 1 on CPU]: papers the paper trains data-parallel
-#       (DDP_PAPERS [resnet perceiver disentanglement]: ResNet's batch split over GPUs, the
-#       Perceiver's ImageNet training, the disentanglement study's grid over ranks) run under
-#       `python -m torch.distributed.run --standalone --nproc_per_node=NPROC` when NPROC > 1.
-#   OUT [runs/gpu-check]  TIMEOUT [900 s per paper]  THREADS [1 on CPU, torch's default on CUDA]
+#   DEVICE [cuda]  SCALE [full]  STEPS [2]: `paperzoo reproduce NAME --scale SCALE --max-steps
+#       STEPS --device DEVICE`, a fresh --out per paper (an estimate needs every loop to run
+#       here; a loop loaded from an earlier run is not timed). Of 2 steps the second is timed
+#       (the first pays for warm-up).
+#   PAPERS [all ten]: the papers to run. Every paper listed must run: one that exits non-zero
+#       (also exit 2, e.g. its data missing under DATA_ROOT), times out or finds no time left is
+#       a FAILURE. Leave a paper out of PAPERS to skip it.
+#   DATA_ROOT [none]: passed as --data-root.
+#   SYNTH [0]: 1 writes random data in every format a full config reads (tools/synth_data.py:
+#       MNIST, CIFAR-10/100, SVHN, the ILSVRC2012 folders, the dSprites archive, the bAbI folds)
+#       under OUT/data when DATA_ROOT is unset, and kept there for the next check. Times are
+#       rough: ImageNet is 2 + 1 small JPEGs per class (cheaper to decode than the real ones).
+#   DDP_PAPERS [resnet perceiver disentanglement]: the papers trained data-parallel (ResNet's
+#       batch split over GPUs, the Perceiver's ImageNet training, the disentanglement study's
+#       grid over ranks). They always run under `python -m torch.distributed.run --standalone
+#       --nproc_per_node=NPROC`, also with one GPU (NPROC=1), so that their NCCL collectives run.
+#   NPROC [GPUs seen by nvidia-smi on CUDA; 1 on CPU]
+#   TIMEOUT [180 s on CUDA, 900 s on CPU]: the most one paper may take.
+#   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
+#       included: each paper gets min(TIMEOUT, what is left); a paper with less than 10 s left
+#       does not start and fails. On one GPU the check must end within 8 minutes.
+#   OUT [runs/gpu-check]  THREADS [1 on CPU, torch's default on CUDA]
 #   BIN [.venv/bin]: where python and paperzoo live.
-# Exit status: 0 when no paper failed (skipped ones do not fail the check), 1 otherwise.
+# Exit status: 0 when every paper listed ran, 1 otherwise (2: the check could not start).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+check_start=$(date +%s)
 
 DEVICE=${DEVICE:-cuda}
 SCALE=${SCALE:-full}
-STEPS=${STEPS:-3}
+STEPS=${STEPS:-2}
 PAPERS=${PAPERS:-resnet ggnn wrm coordconv obfuscated-gradients path-sgd draw perceiver disentanglement gat}
 DDP_PAPERS=${DDP_PAPERS:-resnet perceiver disentanglement}
 OUT=${OUT:-runs/gpu-check}
-TIMEOUT=${TIMEOUT:-900}
 BIN=${BIN:-.venv/bin}
 SYNTH=${SYNTH:-0}
 DATA_ROOT=${DATA_ROOT:-}
+if [[ $DEVICE == cuda* ]]; then
+  TIMEOUT=${TIMEOUT:-180}
+  BUDGET=${BUDGET:-480}
+else
+  TIMEOUT=${TIMEOUT:-900}
+  BUDGET=${BUDGET:-0}
+fi
 if [[ -z ${NPROC:-} ]]; then
   NPROC=1
   if [[ $DEVICE == cuda* ]] && command -v nvidia-smi >/dev/null; then
@@ -46,6 +63,10 @@ if [[ -z ${THREADS+x} ]]; then
   if [[ $DEVICE == cpu ]]; then THREADS=1; else THREADS=; fi
 fi
 
+for v in STEPS TIMEOUT BUDGET NPROC; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-check: $v must be a whole number, got '${!v}'" >&2; exit 2; }
+done
+[[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
 [[ -x $BIN/paperzoo ]] || { echo "gpu-check: $BIN/paperzoo not found (make install)" >&2; exit 2; }
 if [[ $DEVICE == cuda* ]]; then
   if ! "$BIN/python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
@@ -56,49 +77,59 @@ fi
 mkdir -p "$OUT"
 if [[ -z $DATA_ROOT && $SYNTH == 1 ]]; then
   DATA_ROOT=$OUT/data
-  "$BIN/python" tools/synth_data.py "$DATA_ROOT" || exit 2
+  "$BIN/python" tools/synth_data.py "$DATA_ROOT" || { echo "gpu-check: tools/synth_data.py failed" >&2; exit 2; }
 fi
 
 status=$OUT/status.tsv
 : >"$status"
 for p in $PAPERS; do
+  limit=$TIMEOUT
+  if [[ $BUDGET -gt 0 ]]; then
+    left=$((BUDGET - ($(date +%s) - check_start)))
+    if [[ $left -lt 10 ]]; then
+      printf '%s\t%s\t%s\t%s\t%s\n' "$p" "-" "budget" "0" "not started: the check's BUDGET of ${BUDGET} s was spent" >>"$status"
+      echo "gpu-check: $p not started (BUDGET ${BUDGET} s spent)"
+      continue
+    fi
+    [[ $left -lt $limit ]] && limit=$left
+  fi
   args=(reproduce "$p" --scale "$SCALE" --max-steps "$STEPS" --device "$DEVICE" --out "$OUT/$p" --quiet)
   [[ -n $DATA_ROOT ]] && args+=(--data-root "$DATA_ROOT")
   [[ -n $THREADS ]] && args+=(--threads "$THREADS")
   mode=single
-  if [[ " $DDP_PAPERS " == *" $p "* && $NPROC -gt 1 ]]; then
+  if [[ " $DDP_PAPERS " == *" $p "* ]]; then
     mode="torchrun x$NPROC"
     cmd=("$BIN/python" -m torch.distributed.run --standalone "--nproc_per_node=$NPROC" -m paperzoo "${args[@]}")
   else
     cmd=("$BIN/paperzoo" "${args[@]}")
   fi
   rm -rf "${OUT:?}/$p"
-  echo "gpu-check: $p ($mode): ${cmd[*]}"
+  echo "gpu-check: $p ($mode, up to ${limit}s): ${cmd[*]}"
   start=$(date +%s)
   # the largest host memory (max RSS) of the run's processes, measured around `timeout`
   "$BIN/python" -c 'import resource, subprocess, sys
 rc = subprocess.call(sys.argv[2:])
 kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 open(sys.argv[1], "w").write(f"{kib / 2**20:.1f}\n")
-sys.exit(rc)' "$OUT/$p.rss" timeout "$TIMEOUT" "${cmd[@]}" >"$OUT/$p.log" 2>&1
+sys.exit(rc)' "$OUT/$p.rss" timeout --kill-after=15 "$limit" "${cmd[@]}" >"$OUT/$p.log" 2>&1
   rc=$?
   wall=$(( $(date +%s) - start ))
-  # torchrun exits 1 whatever its ranks did: a rank's exit 2 (the data refusal) shows in its log
-  if [[ $rc -ne 0 && $mode != single ]] && grep -q 'exitcode: 2)' "$OUT/$p.log"; then rc=2; fi
+  # torchrun exits 1 whatever its ranks did: a rank's exit 2 (e.g. the data refusal) is in its log
+  if [[ $rc -eq 1 && $mode != single ]] && grep -q 'exitcode: 2)' "$OUT/$p.log"; then rc=2; fi
   # the line that says why: paperzoo's one-line error, else the last exception, else the last line
   last=$(grep -h '^paperzoo: ' "$OUT/$p.log" | tail -n 1)
-  [[ -n $last ]] || last=$(grep -E '^[A-Za-z_.]*(Error|Exception)\b' "$OUT/$p.log" | grep -v ChildFailedError | tail -n 1)
+  [[ -n $last ]] || last=$(grep -E '^(\[rank[0-9]+\]: )?[A-Za-z_.]*(Error|Exception)\b' "$OUT/$p.log" | grep -v ChildFailedError | tail -n 1)
   [[ -n $last ]] || last=$(grep -v '^\s*$' "$OUT/$p.log" | tail -n 1)
   last=$(printf '%s' "$last" | tr '\t' ' ' | cut -c1-300)
   printf '%s\t%s\t%s\t%s\t%s\n' "$p" "$mode" "$rc" "$wall" "$last" >>"$status"
   echo "gpu-check: $p exit $rc after ${wall}s (log: $OUT/$p.log)"
 done
 
-"$BIN/python" - "$status" "$OUT" "$DEVICE" "$SCALE" "$STEPS" "${DATA_ROOT:-none}" "$SYNTH" <<'PY'
-import json, sys
+"$BIN/python" - "$status" "$OUT" "$DEVICE" "$SCALE" "$STEPS" "${DATA_ROOT:-none}" "$SYNTH" "$check_start" <<'PY'
+import json, sys, time
 from pathlib import Path
 
-status, out, device, scale, steps, data_root, synth = sys.argv[1:]
+status, out, device, scale, steps, data_root, synth, check_start = sys.argv[1:]
 
 def hms(s):
     s = round(s)
@@ -109,7 +140,7 @@ for line in Path(status).read_text().splitlines():
     paper, mode, rc, wall, last = (line.split("\t") + [""] * 5)[:5]
     res, est, note = Path(out) / paper / "results.json", "—", ""
     rss_file = Path(out) / f"{paper}.rss"
-    rss = rss_file.read_text().strip() if rss_file.is_file() else "—"
+    rss = rss_file.read_text().strip() if rss_file.is_file() and rc != "budget" else "—"
     if rc == "0" and res.is_file():
         d = json.loads(res.read_text())
         e = d.get("estimate_seconds")
@@ -118,21 +149,25 @@ for line in Path(status).read_text().splitlines():
         else:
             note = "no estimate (a loop ran no step)"
         state = "ran"
-    elif rc == "2":
-        state, note = "skipped", last.removeprefix("paperzoo: error: ")
+    elif rc == "0":
+        state, note, failed = "FAILED (0)", "exit 0 without results.json", failed + 1
+    elif rc == "budget":
+        state, note, failed = "FAILED", last, failed + 1
     elif rc in ("124", "137"):
-        state, note, failed = "timed out", f"after {wall} s", failed + 1
+        state, note, failed = "FAILED (timed out)", f"after {wall} s", failed + 1
     else:
-        state, note, failed = f"FAILED ({rc})", last, failed + 1
+        state, note, failed = f"FAILED ({rc})", last.removeprefix("paperzoo: error: "), failed + 1
     rows.append((paper, mode, state, wall, rss, est, note))
 
 print()
 print(f"gpu-check: --scale {scale} --max-steps {steps} --device {device}, data root {data_root}"
-      + (" (synthetic: times only)" if synth == "1" and data_root != "none" else ""))
+      + (" (synthetic data: times rough, verdicts meaningless)" if synth == "1" and data_root != "none" else ""))
 heads = ("paper", "mode", "status", "wall s", "max RSS GiB", "estimate h:mm:ss", "note")
 widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(6)]
 for r in [heads, *rows]:
     print("  ".join(str(v).ljust(w) for v, w in zip(r[:6], widths)) + "  " + str(r[6]))
 print(f"sum of the estimates that ran: {hms(total)} ({total / 3600:.1f} h)")
+print(f"the whole check: {hms(time.time() - int(check_start))}; "
+      + (f"{failed} of {len(rows)} papers FAILED" if failed else f"all {len(rows)} papers ran"))
 sys.exit(1 if failed else 0)
 PY

@@ -1,0 +1,155 @@
+"""tools/gpu_check.sh and tools/synth_data.py (issue 37, item 6): the check cannot pass vacuously.
+
+The script runs with stand-in programs in ``BIN`` (a ``paperzoo`` that exits as told, a
+``python`` that records torchrun launches and passes everything else to this interpreter), so
+no paper trains here. ``synth_data.py --small`` writes every format a full config reads, and each
+file is read back with the package's own loaders.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "gpu_check.sh"
+
+_FAKE_PAPERZOO = """#!/usr/bin/env bash
+# stand-in: exits with $FAKE_RC; with 0 it writes --out/results.json as a --max-steps run does
+out=
+while [[ $# -gt 0 ]]; do [[ $1 == --out ]] && out=$2; shift; done
+if [[ ${FAKE_RC:-0} -ne 0 ]]; then
+  echo "paperzoo: error: CIFAR-10 is the paper's data set at full scale; give --data-root DIR" >&2
+  exit "$FAKE_RC"
+fi
+mkdir -p "$out" && echo '{"estimate_seconds": 3600}' >"$out/results.json"
+"""
+
+_FAKE_PYTHON = """#!/usr/bin/env bash
+# stand-in: records torchrun launches (exit 0, nothing run); anything else runs in {python}
+if [[ "$1 $2" == "-m torch.distributed.run" ]]; then echo "$*" >>"{log}"; exit 0; fi
+exec {python} "$@"
+"""
+
+
+def _bin(tmp_path: Path) -> Path:
+    b = tmp_path / "bin"
+    b.mkdir()
+    (b / "paperzoo").write_text(_FAKE_PAPERZOO)
+    (b / "python").write_text(_FAKE_PYTHON.format(python=sys.executable, log=tmp_path / "torchrun"))
+    for f in b.iterdir():
+        f.chmod(0o755)
+    return b
+
+
+def _check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, "DEVICE": "cpu", "SCALE": "smoke", "OUT": str(tmp_path / "out")}
+    full.update(BIN=str(_bin(tmp_path)), **env)
+    return subprocess.run(
+        ["bash", str(SCRIPT)], capture_output=True, text=True, timeout=120, env=full
+    )
+
+
+def test_a_paper_exiting_2_fails_the_check(tmp_path: Path) -> None:
+    proc = _check(tmp_path, PAPERS="coordconv", FAKE_RC="2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("coordconv "))
+    assert "FAILED (2)" in row and "CIFAR-10 is the paper's data set" in row
+    assert "skipped" not in proc.stdout
+
+
+def test_papers_that_run_pass_and_papers_left_out_are_not_run(tmp_path: Path) -> None:
+    proc = _check(tmp_path, PAPERS="coordconv wrm")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [ln.split()[:3] for ln in proc.stdout.splitlines() if ln.split()[:1] in (["coordconv"], ["wrm"], ["gat"])]  # fmt: skip
+    assert rows == [["coordconv", "single", "ran"], ["wrm", "single", "ran"]]
+    assert "all 2 papers ran" in proc.stdout
+
+
+def test_data_parallel_papers_go_through_torchrun_on_one_process(tmp_path: Path) -> None:
+    proc = _check(tmp_path, PAPERS="resnet", NPROC="1")
+    launches = (tmp_path / "torchrun").read_text().splitlines()
+    assert len(launches) == 1
+    assert "--nproc_per_node=1 -m paperzoo reproduce resnet" in launches[0]
+    assert "resnet (torchrun x1" in proc.stdout
+    # the stand-in ran nothing: exit 0 without results.json is a failure, not a pass
+    assert proc.returncode == 1 and "exit 0 without results.json" in proc.stdout
+
+
+def test_a_spent_budget_fails_the_papers_not_started(tmp_path: Path) -> None:
+    proc = _check(tmp_path, PAPERS="coordconv wrm", BUDGET="5")
+    assert proc.returncode == 1
+    assert "2 of 2 papers FAILED" in proc.stdout
+    assert proc.stdout.count("not started") >= 2
+
+
+def test_bad_settings_exit_2_with_one_line(tmp_path: Path) -> None:
+    proc = _check(tmp_path, PAPERS="coordconv", STEPS="two")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "gpu-check: STEPS must be a whole number, got 'two'"
+
+
+# -- tools/synth_data.py ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def synth():  # noqa: ANN201
+    spec = importlib.util.spec_from_file_location("synth_data", ROOT / "tools" / "synth_data.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_synth_data_writes_every_full_format_the_loaders_read(
+    tmp_path: Path, synth, capsys: pytest.CaptureFixture
+) -> None:
+    from paperzoo.data import babi, layouts
+    from paperzoo.data.base import DATASETS
+    from paperzoo.data.dsprites import DSPRITES_FILE, DSpritesNPZ
+    from paperzoo.data.imagenet import scan_image_folder
+
+    root = tmp_path / "data"
+    assert synth.main([str(root), "--small"]) == 0
+    for name in ("mnist", "cifar10", "cifar100", "svhn", "imagenet", "abstract-dsprites"):
+        layouts.require(name, root)  # present in the layout a full run checks for
+    layouts.require(babi.FOLDS_LAYOUT, root)
+
+    for name, classes in (("mnist", 10), ("cifar10", 10), ("cifar100", 100), ("svhn", 10)):
+        split = DATASETS.get(name)(data_root=root)
+        assert split.num_classes == classes and len(split.x_train) > 0 and len(split.x_test) > 0
+        assert int(split.y_train.max()) < classes
+
+    train = scan_image_folder(root / "imagenet" / "train")
+    val = scan_image_folder(root / "imagenet" / "val", train.classes)
+    assert len(train) == 2 * len(train.classes) and len(val) == len(train.classes)
+    assert all(c.startswith("n") and len(c) == 9 for c in train.classes)  # WordNet-id form
+    assert train.load(0).mode == "RGB"
+
+    grid = synth.SMALL_DSPRITES_GRID
+    ds = DSpritesNPZ(root / "dsprites" / DSPRITES_FILE, factor_sizes=grid)
+    x = ds.sample_observations_from_factors(np.zeros((2, 5), np.int64), np.random.default_rng(0))
+    assert tuple(x.shape) == (2, 1, 64, 64) and set(x.unique().tolist()) <= {0.0, 1.0}
+
+    assert babi.official_folds(root) == list(range(1, babi.NUM_FOLDS + 1))
+    for task in babi.TASKS:
+        loaded = babi.load_official(task, root, fold=babi.NUM_FOLDS, require_fold=True)
+        assert len(loaded.train) == len(loaded.test) == 20
+
+    capsys.readouterr()
+    assert synth.main([str(root), "--small", "--only", "mnist,babi"]) == 0  # kept, not rewritten
+    assert capsys.readouterr().out.split("\n")[:2] == [
+        f"kept synthetic mnist under {root}",
+        f"kept synthetic babi under {root}",
+    ]
+
+
+def test_synth_data_refuses_an_unknown_data_set(tmp_path: Path, synth, capsys) -> None:  # noqa: ANN001
+    assert synth.main([str(tmp_path), "--only", "mnist,imagenet21k"]) == 2
+    assert "unknown data set 'imagenet21k'" in capsys.readouterr().err
