@@ -89,10 +89,20 @@ def test_a_spent_budget_fails_the_papers_not_started(tmp_path: Path) -> None:
     assert proc.stdout.count("not started") >= 2
 
 
-def test_bad_settings_exit_2_with_one_line(tmp_path: Path) -> None:
-    proc = _check(tmp_path, PAPERS="coordconv", STEPS="two")
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"STEPS": "two"}, "gpu-check: STEPS must be a whole number, got 'two'"),
+        ({"NPROC": "0"}, "gpu-check: NPROC must be at least 1, got 0"),
+        ({"PAPERS": " "}, "gpu-check: PAPERS is empty"),
+    ],
+)
+def test_bad_settings_exit_2_with_one_line(
+    tmp_path: Path, setting: dict[str, str], message: str
+) -> None:
+    proc = _check(tmp_path, **{"PAPERS": "coordconv", **setting})
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "gpu-check: STEPS must be a whole number, got 'two'"
+    assert proc.stderr.strip() == message
 
 
 # -- tools/synth_data.py ---------------------------------------------------------------------------

@@ -66,6 +66,7 @@ fi
 for v in STEPS TIMEOUT BUDGET NPROC; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-check: $v must be a whole number, got '${!v}'" >&2; exit 2; }
 done
+[[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
 [[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
 [[ -x $BIN/paperzoo ]] || { echo "gpu-check: $BIN/paperzoo not found (make install)" >&2; exit 2; }
 if [[ $DEVICE == cuda* ]]; then

@@ -14,7 +14,7 @@ loader expects under ``--data-root DIR``:
 * ``svhn``: DIR/svhn/{train,test}_32x32.mat (73,257 / 26,032; ``X`` (32, 32, 3, N) uint8, ``y``
   (N, 1) in 1..10), MATLAB files written by SciPy;
 * ``imagenet``: DIR/imagenet/{train,val}/<wnid>/*.JPEG, 1,000 class folders named like WordNet
-  ids (``n00000000``...) with 2 training and 1 validation JPEG each (64 x 80 pixels; the real
+  ids (``n00000000``...) with 2 training and 1 validation JPEG each (80 x 64 pixels; the real
   set has 1,281,167 / 50,000 images of about 400 x 350: a step's decoding is cheaper here);
 * ``dsprites``: DIR/dsprites/dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz, the archive's keys
   (``imgs`` 737,280 x 64 x 64 uint8, ``latents_classes``, ``latents_values``) on the full factor
