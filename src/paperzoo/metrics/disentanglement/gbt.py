@@ -21,29 +21,37 @@ class after class), each node's features are drawn in the order of scikit-learn'
 features set aside and remembered for the descendants, nodes in its depth-first order:
 ``_TreeSampler``), and the feature drawn first wins a tie, then the lowest threshold. With the
 same ``random_state`` the trees are then scikit-learn's wherever its criterion values and ours
-are equal: to rounding on integer-valued codes with duplicated columns and a binary factor
-(tested; the former lowest-feature rule was off by 0.4 in the importances there).
+compare alike. To that end the left sums of a node's cuts run from 0 at the node's first sample
+in the feature's sorted order, as scikit-learn's ``criterion.update`` adds them, so equal cuts of
+different features tie or order as there (Friedman's criterion is monotone in the left sum).
+Tested: to rounding on integer codes with duplicated columns and a binary factor, and on a
+duplicated continuous latent with a 3-class factor (the former lowest-feature rule was off by
+0.4 to 0.6 in the importances there).
 
-What still differs: sums are accumulated in another order, so a near-tie between different
-cuts (criterion values equal up to rounding, as in small nodes) can go the other way; a node
-whose residuals are equal up to rounding has an impurity of rounding size, above machine
-epsilon in scikit-learn, and is split on rounding noise by both, differently, which changes the
-feature draws of the rest of that tree (such a split moves predictions and importances by
-rounding only, but the later ties of that tree are decided by another, equally random, order); and values within 1e-7 are grouped by a
-chain over the whole feature, not per node. One split decided differently changes every later
-stage, so on such codes the scores differ from scikit-learn's under the same ``random_state`` by
-less than scikit-learn's own spread over ``random_state`` (measured in docs/disentanglement.md).
-The replay costs a Python loop over the features of every split node (about 7 x D steps per
-tree) and a sorted-order test of the constant features of every child.
+What still differs: scikit-learn sometimes takes a left sum as the node total minus the samples
+from the end (a jump over equal values past the middle of the node), orders equal values
+arbitrarily, and sums a node's total in the order its partitions left the samples, so a tie can
+still split by rounding there, or a rounding-level difference collapse into a tie here; a node
+whose residuals are equal up to rounding has an impurity of rounding size, often above machine
+epsilon in scikit-learn (its children's sums are the parent's minus the sibling's), and is then
+split on rounding noise, where ours, summed directly, may not be: this happens often for factors
+with many values, where most nodes hold a single class. Such a split moves predictions and
+importances by rounding only, but it draws features, so the later ties of that tree are decided
+by another, equally random, order. Values within 1e-7 are grouped by a chain over the whole
+feature, not per node. So on such codes the scores differ from scikit-learn's under the same
+``random_state`` by about as much as scikit-learn's own scores under another one (measured in
+docs/disentanglement.md). The replay costs a Python loop over the features of every split
+node (about 7 x D steps per tree) and a test of the constant features of every child that is
+split.
 
 ``max_bins`` (optional) restricts the thresholds to bin edges and builds histograms instead
 (ties decided in the same order; features with at most ``max_bins`` distinct values give the
 exact trees): faster, but a coarser model whose scores move further (also measured).
 
 Why it is faster: scikit-learn grows the K trees of a stage one after another and re-sorts
-every node's samples per feature; here the features are sorted once and each level of a block
-of trees is one segmented prefix sum over (trees, features, samples), followed by a stable
-radix partition of every node's segment.
+every node's samples per feature; here the features are sorted once, a node's cuts on all
+features are one prefix sum over (features, samples), and each level of a block of trees ends
+with a stable radix partition of every node's segment.
 """
 
 from __future__ import annotations
@@ -254,6 +262,7 @@ class _SplitterReplay:
 def _children_stats(
     order_t: np.ndarray,
     xs_t: np.ndarray,
+    x_t: np.ndarray,
     r_t: np.ndarray,
     rr_t: np.ndarray,
     member: np.ndarray,
@@ -268,12 +277,13 @@ def _children_stats(
 
     Args:
         order_t: (D, N) sample ids in increasing order of each feature; xs_t: (D, N) the sorted
-            values (float32-rounded, as float64).
+            values and x_t: (D, N) the values (float32-rounded, as float64).
         r_t, rr_t: (B, N) residuals and their squares.
         member: (B, N) the node's samples; right: (B, N) whether each goes right.
 
     Returns:
-        splittable (B, 2), constant (B, 2, D) (max - min <= 1e-7, scikit-learn's test).
+        splittable (B, 2), constant (B, 2, D) (max - min <= 1e-7, scikit-learn's test; False
+        where the child is not split).
     """
     b_n, n = member.shape
     d = order_t.shape[0]
@@ -284,15 +294,25 @@ def _children_stats(
     sq = np.bincount(cell, weights=rr_t.ravel()[idx], minlength=2 * b_n).reshape(b_n, 2)
     safe = np.maximum(cnt, 1)
     splittable = (cnt >= 2) & (sq / safe - (tot / safe) ** 2 > _EPS)
-    child = np.where(member, right.astype(np.int8), np.int8(2))  # (B, N): 0, 1, or elsewhere
-    in_order = child[:, order_t]  # (B, D, N) the child of each sorted position
-    constant = np.ones((b_n, 2, d), dtype=bool)
+    # Only a child that will be split draws features, so only its constant features matter.
+    # Two of its samples (its first and last in sample order) that differ by more than 1e-7
+    # settle a feature at once; the sorted-order test runs for the trees where some are left.
+    constant = np.zeros((b_n, 2, d), dtype=bool)
     feat = np.arange(d)[None, :]
     for k in range(2):
-        inside = in_order == k
-        first = np.argmax(inside, axis=2)  # (B, D); a boolean argmax stops at the first True
-        last = n - 1 - np.argmax(inside[:, :, ::-1], axis=2)
-        constant[:, k] = xs_t[feat, last] <= xs_t[feat, first] + _FEATURE_THRESHOLD
+        inside = member & (right == k)  # (B, N)
+        first = np.argmax(inside, axis=1)
+        last = n - 1 - np.argmax(inside[:, ::-1], axis=1)
+        maybe = splittable[:, k, None] & (
+            np.abs(x_t[:, last] - x_t[:, first]).T <= _FEATURE_THRESHOLD
+        )
+        rows = np.flatnonzero(maybe.any(axis=1))
+        if rows.size == 0:
+            continue
+        in_order = inside[rows][:, order_t]  # (R, D, N) whether each sorted position is inside
+        lo = np.argmax(in_order, axis=2)  # (R, D); a boolean argmax stops at the first True
+        hi = n - 1 - np.argmax(in_order[:, :, ::-1], axis=2)
+        constant[rows, k] = maybe[rows] & (xs_t[feat, hi] <= xs_t[feat, lo] + _FEATURE_THRESHOLD)
     return splittable, constant
 
 
@@ -324,9 +344,9 @@ def _grow_exact(
 ):
     """Grow B trees (depth 3) on their targets r_t (B, N), every threshold tried.
 
-    Each tree keeps, per feature, its samples ordered by (node, value): a node is a segment, a
-    level is one segmented prefix sum over (B, D, N); after the splits every segment is
-    partitioned stably (a radix argsort of the child index).
+    Each tree keeps, per feature, its samples ordered by (node, value): a node is a segment with
+    one prefix sum over (D, segment); after the splits every segment is partitioned stably (a
+    radix argsort of the child index).
 
     Args:
         order_t: (D, N) sample ids in increasing order of each feature.
@@ -366,15 +386,21 @@ def _grow_exact(
         for m in range(1, m_n):
             at += pos >= starts[:, m : m + 1]
         rs = r_flat.take(perm)  # (B, D, N) residuals in (node, value) order
-        # Segmented prefix sums: at each segment start subtract the totals of the segments
-        # before it (the same nodes' samples for every feature).
-        done = np.zeros(b_n)  # amounts subtracted so far, per tree
-        for m in range(1, m_n):
-            rows = np.nonzero(cnt[:, m] > 0)[0]  # empty segments have no start to adjust
-            amount = tot[rows, :m].sum(axis=1) - done[rows]  # the running sum entering segment m
-            rs[rows, :, starts[rows, m]] -= amount[:, None]
-            done[rows] += amount
-        s_l = np.cumsum(rs, axis=2)[:, :, :-1]  # (B, D, N-1) sums left of the cut after p
+        # Prefix sums per node, each from 0 at the node's first sample in the feature's order:
+        # scikit-learn's running sum_left (criterion.update, forward), the same additions in
+        # the same order wherever its samples are in value order, so equal cuts of different
+        # features compare as there (a tie stays a tie, an order stays an order).
+        if m_n == 1:
+            s_full = np.cumsum(rs, axis=2)
+        else:
+            s_full = np.empty_like(rs)
+            ends = starts + cnt.astype(np.int64)
+            for b in range(b_n):  # one cumsum per (tree, node): about 7 per tree
+                for m in range(m_n):
+                    a, e = starts[b, m], ends[b, m]
+                    if e > a:
+                        np.cumsum(rs[b, :, a:e], axis=1, out=s_full[b, :, a:e])
+        s_l = s_full[:, :, :-1]  # (B, D, N-1) sums left of the cut after p
         at_c = at[:, :-1]
         c_l = pos[:, :-1] + 1 - np.take_along_axis(starts, at_c, axis=1)  # (B, N-1)
         n_at = np.take_along_axis(cnt, at_c, axis=1)
@@ -412,7 +438,7 @@ def _grow_exact(
                 member = node == m
                 split_m = best_f[:, m] >= 0
                 ok, const = _children_stats(
-                    order_t, xs_t, r_t, rr_t, member, right.reshape(b_n, n) == 1
+                    order_t, xs_t, x_t, r_t, rr_t, member, right.reshape(b_n, n) == 1
                 )
                 replay.set_children(level, m, ok & split_m[:, None], const)
         split = best_f >= 0  # (B, M)
@@ -487,6 +513,7 @@ class _Histograms:
         # each feature's sorted order and values, for the constant-feature tests
         self.order_t = np.ascontiguousarray(np.argsort(x32, axis=0, kind="stable").T)  # (D, N)
         self.xs_t = np.take_along_axis(x32.T, self.order_t, axis=1).astype(np.float64)
+        self.x_t = np.ascontiguousarray(x32.T, dtype=np.float64)
 
     def grow(self, r: np.ndarray, importance: np.ndarray, replay: _SplitterReplay):
         """Grow the T trees of a stage on r (N, T); same returns as ``_grow_exact`` (trees last);
@@ -547,7 +574,9 @@ class _Histograms:
                     inm = node == m
                     f_m = best_f[m]
                     go = inm & (f_m >= 0) & (bins[:, np.maximum(f_m, 0)] > best_c[m])  # (N, T)
-                    ok, const = _children_stats(self.order_t, self.xs_t, r_t, rr_t, inm.T, go.T)
+                    ok, const = _children_stats(
+                        self.order_t, self.xs_t, self.x_t, r_t, rr_t, inm.T, go.T
+                    )
                     replay.set_children(level, m, ok & (f_m >= 0)[:, None], const)
             split = best_f >= 0  # (M, T)
             mi = np.arange(m_nodes)[:, None]
