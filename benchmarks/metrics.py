@@ -14,6 +14,15 @@ disentanglement``, calling the representation on 4,096 observations at a time. B
 same pre-drawn factor samples, so the values must agree (SAP up to liblinear's stopping
 tolerance: ours solves the same SVMs exactly).
 
+Two more rows, disentanglement_lib's metrics outside the study's six: "IRS" (``irs``: one
+partial sort per factor value on contiguous slices; the reference masks all samples and calls
+``np.percentile`` per factor value, as disentanglement_lib's ``compute_irs``) on the training
+codes, and "unsupervised" (``unsupervised``: the four scores, from ``eigvalsh`` and one
+``bincount`` per latent; the reference uses ``scipy.linalg.sqrtm`` and ``mutual_info_score`` per
+pair of latents, as ``unsupervised_metrics``) on the training codes plus Gaussian noise of
+standard deviation 0.05 (the linear code alone has rank 5: a singular covariance). Their values
+are printed as the first one (the IRS; the Gaussian total correlation), checked on all four.
+
 Two rows per metric with a fast mode, each against the same reference run: "BetaVAE" is the
 default (scikit-learn's L-BFGS logistic regression: identical values), "BetaVAE fast" is
 ``beta_vae_score(fast=True)`` (the same logistic regression solved to convergence by Newton's
@@ -33,7 +42,7 @@ limits torch, numpy's BLAS and scikit-learn's OpenMP on both sides (threadpoolct
 Rows for ``paperzoo bench --json``: per metric, ours' and the reference's seconds (ratio
 reference / ours) and the agreement of the two values, with tolerances fixed before any run:
 1e-6 where both sides compute the same thing (BetaVAE, FactorVAE, MIG, modularity, DCI with the
-same boosted trees), 1e-3 for BetaVAE fast (5 of the 5,000 evaluation points), 1e-2 for SAP
+same boosted trees, IRS, the largest difference of the four unsupervised scores), 1e-3 for BetaVAE fast (5 of the 5,000 evaluation points), 1e-2 for SAP
 (liblinear stops at its tolerance, ours solves exactly) and for DCI batched / 256 bins (ties
 decided differently). The totals sum rows: "all six" the defaults, "all, batched" with DCI
 batched, "all, fast" with BetaVAE fast and DCI 256 bins, "all but DCI" the defaults without
@@ -48,6 +57,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.linalg
 import torch
 from sklearn.ensemble import GradientBoostingClassifier
 from sklearn.exceptions import ConvergenceWarning
@@ -58,7 +68,7 @@ from threadpoolctl import threadpool_limits
 
 from _common import agreement, apply_quick, result, row, threads_in_use
 from paperzoo.data.ground_truth import GroundTruthData
-from paperzoo.metrics.disentanglement import dci, mig, modularity, sap
+from paperzoo.metrics.disentanglement import dci, irs, mig, modularity, sap, unsupervised
 from paperzoo.metrics.disentanglement.beta_vae import (
     beta_vae_points,
     beta_vae_score_from_features,
@@ -187,6 +197,39 @@ def ref_dci(codes, factors, codes_t, factors_t, trees: int) -> float:
     return float(np.sum(per_code * imp.sum(axis=1) / imp.sum()))
 
 
+def ref_irs(codes, factors) -> float:
+    """disentanglement_lib's compute_irs: factors through the 20-bin discretiser, constant latents
+    dropped, then per factor and per factor value a boolean mask, the group mean and
+    ``np.percentile`` of the absolute deviations (q = 0.99)."""
+    ys = ref_discretize(factors.astype(np.float64))
+    z = codes[:, codes.var(axis=0) > 0.0]
+    max_dev = np.max(np.abs(z - z.mean(axis=0)), axis=0)
+    cum = np.zeros((z.shape[1], ys.shape[1]))
+    for i in range(ys.shape[1]):
+        values = np.unique(ys[:, i])
+        for v in values:
+            match = ys[:, i] == v
+            diffs = np.abs(z[match] - np.mean(z[match], axis=0))
+            cum[:, i] += np.percentile(diffs, q=99.0, axis=0)
+        cum[:, i] /= len(values)
+    scores = (1.0 - cum / max_dev[:, None]).max(axis=1)
+    return float(np.average(scores, weights=max_dev))
+
+
+def ref_unsupervised(codes) -> np.ndarray:
+    """disentanglement_lib's unsupervised_metrics: np.cov, the total correlation from slogdet,
+    the Wasserstein correlation from scipy's sqrtm, and scikit-learn's mutual information of
+    every pair of discretised latents."""
+    cov = np.cov(codes.T)
+    tc = 0.5 * (np.sum(np.log(np.diag(cov))) - np.linalg.slogdet(cov)[1])
+    root = scipy.linalg.sqrtm(cov * np.expand_dims(np.diag(cov), axis=1))
+    wc = 2 * np.trace(cov) - 2 * np.real(np.trace(root))
+    m = ref_mutual_info(ref_discretize(codes), ref_discretize(codes))
+    np.fill_diagonal(m, 0)
+    d = codes.shape[1]
+    return np.array([tc, wc, wc / np.sum(np.diag(cov)), np.sum(m) / (d * d - d)])
+
+
 # -- ours ------------------------------------------------------------------------------------------
 
 
@@ -299,6 +342,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 # tolerances of the agreement checks, fixed before any run (see the module docstring)
 TOL = {"SAP": 1e-2, "BetaVAE fast": 1e-3, "DCI batched": 1e-2, "DCI 256 bins": 1e-2}
+UNSUPERVISED_NOISE = 0.05  # added to the rank-5 linear code for the unsupervised scores
 EXACT_TOL = 1e-6
 OTHERS = ["FactorVAE", "MIG", "SAP", "modularity"]  # one mode each
 TOTALS = {  # label: the rows summed
@@ -307,6 +351,13 @@ TOTALS = {  # label: the rows summed
     "all, fast": ["BetaVAE fast", *OTHERS, "DCI 256 bins"],
     "all but DCI": ["BetaVAE", *OTHERS],
 }
+
+
+def _fmt(values: np.ndarray) -> str:
+    """One value as before (6 significant digits); several as a list."""
+    if values.size == 1:
+        return f"{values[0]:.6g}"
+    return "[" + ", ".join(f"{v:.6g}" for v in values) + "]"
 
 
 def interleaved(reference, contenders: dict, repeat: int) -> dict[str, tuple[float, float]]:
@@ -335,6 +386,9 @@ def run(n: int, trees: int, threads: int) -> list[dict]:
     f_tr, f_te = DATA.sample_factors(n, rng), DATA.sample_factors(n_eval, rng)
     c_tr, c_te = representation(torch.from_numpy(f_tr)), representation(torch.from_numpy(f_te))
     codes = (c_tr, f_tr, c_te, f_te)
+    # The linear code has rank 5 (singular covariance, infinite Gaussian total correlation):
+    # the unsupervised scores get it with independent Gaussian noise added.
+    noisy = c_tr + UNSUPERVISED_NOISE * np.random.default_rng(1).normal(size=c_tr.shape)
 
     def ours_dci(**kw):
         return lambda: dci(*codes, n_estimators=trees, n_jobs=threads, **kw).disentanglement
@@ -366,6 +420,12 @@ def run(n: int, trees: int, threads: int) -> list[dict]:
             },
             1,
         ),
+        (lambda: ref_irs(c_tr, f_tr), {"IRS": lambda: irs(c_tr, f_tr)}, REPEAT),
+        (
+            lambda: ref_unsupervised(noisy),
+            {"unsupervised": lambda: np.array(unsupervised(noisy))},
+            REPEAT,
+        ),
     ]
     print(
         f"{n} samples, dSprites factor grid, DCI with {trees} boosting stages, {threads} "
@@ -384,9 +444,11 @@ def run(n: int, trees: int, threads: int) -> list[dict]:
         for name in contenders:
             to, vo = measured[name]
             times[name] = (to, tr)
+            vo_a, vr_a = np.atleast_1d(vo), np.atleast_1d(vr)  # unsupervised: four values
+            diff = float(np.max(np.abs(vo_a - vr_a)))
             checks[name] = agreement(
-                f"metric value (ours {vo:.6g}, reference {vr:.6g})",
-                abs(vo - vr),
+                f"metric value (ours {_fmt(vo_a)}, reference {_fmt(vr_a)})",
+                diff,
                 TOL.get(name, EXACT_TOL),
             )
             out[name] = row(
@@ -398,8 +460,8 @@ def run(n: int, trees: int, threads: int) -> list[dict]:
                 agreed=checks[name],
             )
             print(
-                f"{name:<13} {to:>9.3f} {tr:>12.3f} {tr / to:>6.1f}x  {vo:>9.5f} {vr:>9.5f}  "
-                f"{abs(vo - vr):>8.1e}"
+                f"{name:<13} {to:>9.3f} {tr:>12.3f} {tr / to:>6.1f}x  {vo_a[0]:>9.5f} {vr_a[0]:>9.5f}  "
+                f"{diff:>8.1e}"
             )
     floor = dict(zip(("BetaVAE fast", "FactorVAE"), shared_floor(bv, fv), strict=True))
     for name, shared in floor.items():
