@@ -234,12 +234,15 @@ def _device(requested: str | None) -> str:
 
 def list_catalogue() -> dict:
     """The catalogue of ``paperzoo list --json`` (schema ``paperzoo.list/1``)."""
+    from paperzoo.cost import cached_costs
     from paperzoo.experiments import EXPERIMENTS, SCALES
     from paperzoo.experiments.runner import get_experiment
 
+    costs = cached_costs()  # counted by tools/count_costs.py (paperzoo.cost)
     papers = []
     for name in EXPERIMENTS.names():
         exp = get_experiment(name)
+        cost = costs.get(name)
         papers.append(
             {
                 "name": name,
@@ -259,12 +262,29 @@ def list_catalogue() -> dict:
                     }
                     for c in exp.claims
                 ],
+                # --precision on CUDA without the flag (CPU: fp32); why: docs/<paper>.md
+                "cuda_precision": exp.cuda_precision,
+                # the price of --scale full: training + evaluation FLOP counted from the models,
+                # GPU hours on one H100/H200-class GPU in bf16 (paperzoo.cost); None: not counted
+                "full_cost": None if cost is None else _full_cost_entry(name, cost),
             }
         )
     return {"schema": "paperzoo.list/1", "papers": papers}
 
 
+def _full_cost_entry(name: str, cost: dict) -> dict:
+    """``full_cost`` of ``paperzoo list --json``: the stored count, and whether it was made at
+    the current full config and plan (else ``tools/count_costs.py NAME`` recounts it)."""
+    from paperzoo.cost import config_digest
+
+    entry = {k: cost[k] for k in ("flop", "gpu_hours", "assumptions")}
+    entry["current"] = cost.get("config_sha256") == config_digest(name)
+    return entry
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    from paperzoo.cost import UTILISATION
+
     catalogue = list_catalogue()
     if args.json:
         sys.stdout.write(json.dumps(catalogue, indent=2) + "\n")
@@ -272,6 +292,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     for p in catalogue["papers"]:
         sys.stdout.write(f"{p['name']}: {p['title']}\n")
         sys.stdout.write(f"  data: {', '.join(p['datasets'])}; scales: {', '.join(p['scales'])}\n")
+        if p["full_cost"] is not None:
+            c = p["full_cost"]
+            sys.stdout.write(
+                f"  full run: {c['flop']:.2g} FLOP, about {c['gpu_hours']:.2g} GPU-hours (one "
+                f"H100/H200 in bf16 at {UTILISATION:.0%} of peak; CUDA precision "
+                f"{p['cuda_precision']})\n"
+            )
         for c in p["claims"]:
             t = {s: v for s, v in c["targets"].items() if s != "smoke"} or c["targets"]
             if len(t) == 2 and len(set(t.values())) == 1:
@@ -527,6 +554,9 @@ def _print_table(result: Result, out: Path) -> None:
             + (f"{where}: {_hms(est)} ({est:.0f} s)" if est is not None else f"{where}: unknown")
             + " (loops and steps: report.md)\n"
         )
+        priced = _priced_line(result)
+        if priced:
+            w(priced + "\n")
     w(f"{'claim':<58} {'kind':<7} {'paper':>10} {'ours':>10}  {'target':<22} verdict\n")
     for c in result.claims:
         verdict = (
@@ -539,6 +569,23 @@ def _print_table(result: Result, out: Path) -> None:
             f"{c.target:<22} {verdict}\n"
         )
     w(f"report: {out / 'report.md'}\n")
+
+
+def _priced_line(result: Result) -> str | None:
+    """A --max-steps run at full scale: its measured estimate beside the priced one
+    (``paperzoo list --json``: ``full_cost``), labelled with the device it was measured on."""
+    from paperzoo.cost import UTILISATION, cached_costs
+
+    est = result.partial.get("estimate_seconds") if result.partial else None
+    cost = cached_costs().get(result.paper)
+    if result.scale != "full" or est is None or cost is None or result.part or result.shard:
+        return None
+    where = "on the CPU, not comparable" if result.device == "cpu" else f"on {result.device}"
+    return (
+        f"measured: {est / 3600:.3g} h {where} ({result.precision}) against the priced "
+        f"{cost['gpu_hours']:.3g} GPU-hours ({cost['flop']:.2g} FLOP at {UTILISATION:.0%} of one "
+        "H100/H200's bf16 peak; paperzoo list --json)"
+    )
 
 
 def _hms(seconds: float) -> str:

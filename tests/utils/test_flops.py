@@ -49,3 +49,20 @@ def test_meta_device_needs_no_compute() -> None:
     with torch.device("meta"):
         model = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3), nn.Flatten())
     assert count_macs(model, (1, 3, 224, 224)) == 64 * 112 * 112 * 3 * 49
+
+
+def test_step_and_forward_flop_match_a_hand_count():
+    """Two linear layers, batch 5: forward 2*5*4*3 + 2*5*3*2 = 180 FLOP; backward: the second
+    layer's weight and input gradients (60 + 60), the first layer's weight gradient (120; the
+    input needs none); biases add no multiply-adds."""
+    from paperzoo.utils.flops import forward_flop, step_flop
+
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    assert forward_flop(model, (5, 4)) == 180
+    assert step_flop(model, (5, 4)) == 180 + 60 + 60 + 120
+    # the same on real tensors (meta=False), and a conv: 2 * (out elements) * (C_in * k * k)
+    assert step_flop(model, torch.zeros(5, 4), meta=False) == 420
+    conv = nn.Conv2d(3, 8, 3, padding=1)
+    assert forward_flop(conv, (2, 3, 6, 6)) == 2 * (2 * 8 * 6 * 6) * (3 * 3 * 3)
+    # the model itself is untouched (a copy is counted)
+    assert next(model.parameters()).device.type == "cpu"

@@ -1,19 +1,29 @@
-"""Multiply-accumulate counting with forward hooks (no extra dependency).
+"""Counting the arithmetic of models: multiply-accumulates of a forward pass, and the FLOP of a
+training step.
 
 ``count_macs`` runs one forward pass and adds up the multiply-adds of every convolution,
 transposed convolution and linear layer it sees, the convention behind the "FLOPs" of ResNet's
 Table 1 and torchvision's model table (normalisation, activations, pooling and additions are not
 counted). Layers called several times are counted every time; other modules can be added through
 ``extra``.
+
+``step_flop`` and ``forward_flop`` count floating-point operations with PyTorch's own counter
+(``torch.utils.flop_counter.FlopCounterMode``), which counts 2 FLOP per multiply-accumulate of the
+matrix products, convolutions and attention kernels it knows (forward and backward) and nothing
+for element-wise operations, normalisation or reductions. They run on the ``meta`` device: only
+shapes propagate, so a full-size model at its full batch is counted in milliseconds and no memory.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from math import prod
 
 import torch
 from torch import Tensor, nn
+from torch.utils.flop_counter import FlopCounterMode
 
 MacFn = Callable[[nn.Module, tuple[object, ...], object], int]
 
@@ -121,3 +131,91 @@ def count_macs(
     if per_module is not None:
         per_module.update(totals)
     return sum(totals.values())
+
+
+InputSpec = Sequence[int] | Tensor | tuple[Tensor, ...]
+
+
+def count_flop(fn: Callable[[], object]) -> int:
+    """FLOP that ``fn()`` performs, as ``FlopCounterMode`` counts them (see the module doc)."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def _prepare(
+    model: nn.Module, inputs: InputSpec, meta: bool
+) -> tuple[nn.Module, tuple[Tensor, ...]]:
+    """A copy of ``model`` and ``inputs``, on the meta device (shapes only) if ``meta``."""
+    copied = copy.deepcopy(model)
+    device = "meta" if meta else next((p.device for p in model.parameters()), torch.device("cpu"))
+    copied = copied.to(device)
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    if len(inputs) > 0 and all(isinstance(v, Tensor) for v in inputs):
+        args = tuple(t.to(device) for t in inputs)  # type: ignore[union-attr]
+    else:
+        args = (torch.zeros(tuple(int(v) for v in inputs), device=device),)  # type: ignore[arg-type]
+    return copied, args
+
+
+def _leaves(out: object) -> list[Tensor]:
+    """The floating tensors in a model output (tensors, sequences, mappings, dataclasses)."""
+    if isinstance(out, Tensor):
+        return [out] if out.is_floating_point() else []
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):
+        out = [getattr(out, f.name) for f in dataclasses.fields(out)]
+    if isinstance(out, Mapping):
+        out = list(out.values())
+    if isinstance(out, list | tuple):
+        return [t for o in out for t in _leaves(o)]
+    return []
+
+
+def _scalar(out: object) -> Tensor:
+    """A scalar that depends on every floating output (the loss stand-in of ``step_flop``)."""
+    leaves = [t for t in _leaves(out) if t.requires_grad]
+    if not leaves:
+        raise TypeError(f"no differentiable output in a {type(out).__name__}")
+    return torch.stack([t.float().sum() for t in leaves]).sum()
+
+
+def forward_flop(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> int:
+    """FLOP of one forward pass of ``model`` on ``inputs`` (a shape, a tensor or a tuple of
+    tensors: the whole batch), in eval mode, counted on the meta device (``meta=False``: on a
+    copy where the model is, for forwards that read their tensors' values).
+
+    Args:
+        model: the network (not modified: a copy is counted).
+        inputs: the batch, or its shape for one input tensor.
+        meta: count on the meta device.
+
+    Returns:
+        The FLOP count (2 per multiply-accumulate).
+    """
+    copied, args = _prepare(model, inputs, meta)
+    copied.eval()
+    # (with gradients enabled: the same FLOP, and FlopCounterMode's module tracking trips
+    # over some models under no_grad)
+    return count_flop(lambda: copied(*args))
+
+
+def step_flop(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> int:
+    """FLOP of one training step's forward and backward pass of ``model`` on ``inputs`` (the
+    whole batch), in train mode, counted on the meta device. The loss is the sum of the outputs
+    (its own cost is negligible), and the backward pass computes the gradients of every parameter
+    (and of nothing that does not need one: the inputs get none). The optimiser's update is
+    element-wise and not counted.
+
+    Args:
+        model: the network (not modified: a copy is counted).
+        inputs: the batch, or its shape for one input tensor.
+        meta: count on the meta device (else on a copy where the model is, for forwards that
+            read their tensors' values).
+
+    Returns:
+        The FLOP count of forward plus backward (about 3x the forward for most nets).
+    """
+    copied, args = _prepare(model, inputs, meta)
+    copied.train()
+    return count_flop(lambda: _scalar(copied(*args)).backward())

@@ -1,0 +1,68 @@
+"""Count every paper's full-run cost and store it in src/paperzoo/full_costs.json.
+
+    OMP_NUM_THREADS=1 .venv/bin/python tools/count_costs.py [NAME ...]
+    .venv/bin/python tools/count_costs.py --table      # docs/cost.md's table, from the file
+
+``paperzoo list --json`` reads the stored counts (``paperzoo.cost``: counting takes minutes).
+Rerun this after changing a full config, a plan or a model; tests/test_cost.py fails while a
+stored entry's config digest is out of date. With NAMEs only those papers are recounted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+from paperzoo.cost import COSTS_FILE, cached_costs, config_digest, full_cost
+from paperzoo.experiments import EXPERIMENTS
+from paperzoo.utils.io import atomic_write_text
+
+
+def table() -> str:
+    """The markdown table of docs/cost.md, from the stored counts."""
+    from paperzoo.experiments.runner import get_experiment
+
+    rows = [
+        "| paper | training + evaluation FLOP | GPU-hours (one H100/H200, bf16, 40 %) "
+        "| CUDA precision |",
+        "|---|---:|---:|---|",
+    ]
+    costs = cached_costs()
+    for name in sorted(costs, key=lambda n: -costs[n]["flop"]):
+        c = costs[name]
+        prec = get_experiment(name).cuda_precision
+        rows.append(f"| {name} | {c['flop']:.2e} | {c['gpu_hours']:.3g} | {prec} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    import paperzoo.experiments  # noqa: F401  (registers every experiment)
+
+    if argv == ["--table"]:
+        sys.stdout.write(table())
+        return 0
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    names = argv or EXPERIMENTS.names()
+    unknown = sorted(set(names) - set(EXPERIMENTS.names()))
+    if unknown:
+        sys.stderr.write(f"count_costs: unknown paper(s) {', '.join(unknown)}\n")
+        return 2
+    papers = cached_costs()
+    for name in names:
+        start = time.perf_counter()
+        papers[name] = full_cost(name) | {"config_sha256": config_digest(name)}
+        logging.info(
+            "%s: %.3g FLOP, %.3g GPU-hours (%.0f s)",
+            name, papers[name]["flop"], papers[name]["gpu_hours"], time.perf_counter() - start,
+        )  # fmt: skip
+    doc = {"schema": "paperzoo.full_costs/1", "papers": dict(sorted(papers.items()))}
+    atomic_write_text(COSTS_FILE, json.dumps(doc, indent=1) + "\n")
+    logging.info("wrote %s", COSTS_FILE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
