@@ -158,10 +158,12 @@ def dci(
             docs/disentanglement.md).
         max_bins: "batched" only: None (default) tries every threshold, as scikit-learn; an
             integer restricts thresholds to that many equal-count bins per latent: the fast
-            mode. 256 bins at the study's 10,000 / 5,000 codes (10 stages, one thread): 18x
-            the reference's speed, 3.7x the exact batched backend's, but D moves by 9e-3, ten
-            times scikit-learn's own spread over ``random_state`` 0-2 (9e-4; docs/
-            disentanglement.md), and more bins do not bring it closer (1,024: 1.5e-2).
+            mode. 256 bins at the study's 10,000 / 5,000 codes (10 stages, one thread), measured
+            before the batched backend replayed scikit-learn's tie order (which made the binned
+            mode about 2x slower at 2,000 codes): 18x the reference's speed, 3.7x the exact
+            batched backend's, but D moves by 9e-3, ten times scikit-learn's own spread over
+            ``random_state`` 0-2 (9e-4; docs/disentanglement.md), and more bins do not bring
+            it closer (1,024: 1.5e-2).
     """
     ctr, ftr = check_codes_factors(codes_train, factors_train)
     cte, fte = check_codes_factors(codes_test, factors_test)
