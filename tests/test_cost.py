@@ -82,5 +82,7 @@ def test_a_full_max_steps_run_prints_its_measure_beside_the_price():
     assert line.startswith(f"measured: 2 h on cuda:0 (bf16) against the priced {priced:.3g} GPU")
     r.device = "cpu"
     assert "on the CPU, not comparable" in (_priced_line(r) or "")
-    r.scale = "quick"  # the price is of the full config
+    r.overrides = {"batch_size": "8"}  # another config than the one priced
+    assert _priced_line(r) is None
+    r.overrides, r.scale = {}, "quick"
     assert _priced_line(r) is None

@@ -572,13 +572,16 @@ def _print_table(result: Result, out: Path) -> None:
 
 
 def _priced_line(result: Result) -> str | None:
-    """A --max-steps run at full scale: its measured estimate beside the priced one
-    (``paperzoo list --json``: ``full_cost``), labelled with the device it was measured on."""
+    """A --max-steps run of the full config (no --set, the paper's data, the whole paper): its
+    measured estimate beside the priced one (``paperzoo list --json``: ``full_cost``), labelled
+    with the device it was measured on; None for any other run."""
     from paperzoo.cost import UTILISATION, cached_costs
 
     est = result.partial.get("estimate_seconds") if result.partial else None
     cost = cached_costs().get(result.paper)
     if result.scale != "full" or est is None or cost is None or result.part or result.shard:
+        return None
+    if result.overrides or not result.paper_setting:  # the price is of the paper's own config
         return None
     where = "on the CPU, not comparable" if result.device == "cpu" else f"on {result.device}"
     return (
