@@ -325,7 +325,9 @@ def test_the_regression_part_runs_alone(smoke_ctx):
     d = json.loads((smoke_ctx.out_dir / "results.json").read_text())
     assert d["part"] == "regression"
     assert {c["id"] for c in d["claims"]} == {
-        c.id for c in CoordConvExperiment.claims if c.id.startswith("quadrant.regression.")
+        c.id
+        for c in CoordConvExperiment.claims
+        if c.id.startswith("quadrant.regression.") and c.applies("smoke")
     }
     assert [x["name"] for x in d["data"]] == ["not-so-clevr-quadrant"]
     assert sorted(p.name for p in (smoke_ctx.out_dir / "runs").iterdir()) == [
@@ -335,3 +337,86 @@ def test_the_regression_part_runs_alone(smoke_ctx):
     extra = d["details"]["extra"]
     for key in ("constant.test_rmse_px", "coordconv.test_max_on_hot_pixel"):
         assert f"quadrant.regression.{key}" in extra
+
+
+def test_full_scale_trains_on_the_authors_splits_without_a_hold_out(smoke_ctx):
+    """Issue 39: full trains on the authors' split sizes (uber-research/CoordConv
+    data/not_so_clevr_generator.py: quadrant 2,407 / 729, uniform 2,368 / 768), with no
+    validation carve (train.py trains on its whole "train" file and evaluates the last weights),
+    and counts the authors' epochs with their partial last batch (ceil(n / batch) an epoch)."""
+    exp = CoordConvExperiment()
+    full = exp.config("full")
+    data = exp.data(full, dataclasses.replace(smoke_ctx, scale="full"))
+    sizes = {k: (len(train), len(val), len(test)) for k, (_, train, val, test) in data.items()}
+    assert sizes == {"quadrant": (2407, 0, 729), "uniform": (2368, 0, 768)}
+    assert full.partial_batches and full.split_protocol == "authors"
+
+    def epochs(n, batch, count):
+        return count * -(-n // batch)
+
+    assert (full.cls_steps, full.render_steps) == (epochs(2407, 16, 50),) * 2 == (7550, 7550)
+    assert full.uniform_cls_steps == epochs(2368, 16, 50) == 7400
+    assert full.deconv_steps_on("quadrant") == epochs(2407, 32, 1000) == 76000
+    assert full.deconv_steps_on("uniform") == epochs(2368, 32, 1000) == 74000
+    assert full.conv_reg_steps == full.reg_steps == epochs(2407, 256, 100) == 1000
+    plan = dict(exp.plan(full, dataclasses.replace(smoke_ctx, scale="full")))
+    assert plan["quadrant-classification-deconv"] == 76000
+    assert plan["uniform-classification-deconv"] == 74000
+    # quick is unchanged: a seeded 80 / 20 uniform split and a 10 % validation carve
+    quick = exp.config("quick")
+    assert (quick.split_protocol, quick.val_fraction, quick.partial_batches) == (
+        "seeded", 0.1, False
+    )  # fmt: skip
+    assert quick.deconv_steps_on("uniform") == quick.deconv_steps == 1500
+
+
+def test_training_fits_are_premise_checks_at_full_and_quick_is_unchanged(smoke_ctx):
+    """Issue 39: one kind for the deconv's training fit on both splits (a check: the paper's
+    result is the failure on test points although the net fits its training points), and the
+    conv regressor's training RMSE, which has no paper number, a check too -- at full. Quick
+    keeps the kinds and targets its committed runs were judged by."""
+    exp = CoordConvExperiment()
+
+    def declared(scale):
+        return {c.id: (c.kind, c.target_at(scale)) for c in exp.claims if c.applies(scale)}
+
+    full, quick = declared("full"), declared("quick")
+    assert full["quadrant.classification.deconv.train_acc_premise"] == ("check", ">= 0.99")
+    assert full["uniform.classification.deconv.train_acc"] == ("check", ">= 0.99")
+    assert full["quadrant.regression.conv.train_rmse_px_premise"] == ("check", "<= 1.0")
+    assert "quadrant.classification.deconv.train_acc" not in full
+    assert "quadrant.regression.conv.train_rmse_px" not in full
+    assert quick["quadrant.classification.deconv.train_acc"] == ("finding", ">= 0.9")
+    assert quick["uniform.classification.deconv.train_acc"] == ("check", ">= 0.9")
+    assert quick["quadrant.regression.conv.train_rmse_px"] == ("finding", "<= 1.0")
+    assert not {i for i in quick if i.endswith("_premise")}
+    # the run's measurements move to the check's id where the check is declared
+    m = {"quadrant.classification.deconv.train_acc": 0.97,
+         "quadrant.regression.conv.train_rmse_px": 1.8}  # fmt: skip
+    exp._premises_as_checks(m, dataclasses.replace(smoke_ctx, scale="full"))
+    assert m == {"quadrant.classification.deconv.train_acc_premise": 0.97,
+                 "quadrant.regression.conv.train_rmse_px_premise": 1.8}  # fmt: skip
+    m = {"quadrant.classification.deconv.train_acc": 0.97}
+    exp._premises_as_checks(m, smoke_ctx)
+    assert m == {"quadrant.classification.deconv.train_acc": 0.97}
+
+
+def test_a_run_without_a_hold_out_curves_the_training_points(smoke_ctx):
+    """The full protocol (no validation carve, the authors' splits, partial batches) at smoke
+    size: every claim is measured or "not measured" as at quick, the curves are on training
+    points, and test data are still read only in the final evaluation."""
+    overrides = {"val_fraction": "0", "split_protocol": "authors", "partial_batches": "true"}
+    ctx = dataclasses.replace(smoke_ctx, guard_test=True)
+    run_experiment("coordconv", ctx, overrides)
+    d = json.loads((ctx.out_dir / "results.json").read_text())
+    assert {x["name"]: x["n_train"] for x in d["data"]} == {
+        "not-so-clevr-quadrant": 2407, "not-so-clevr-uniform": 2368,
+    }  # fmt: skip
+    assert any("No validation hold-out" in n for n in d["notes"])
+    for tag, key in (("quadrant-classification-deconv", "train_acc"),
+                     ("quadrant-regression-conv", "train_rmse_px"),
+                     ("quadrant-rendering-coordconv", "train_iou")):  # fmt: skip
+        lines = (ctx.out_dir / "runs" / tag / "metrics.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
+        assert any(key in r for r in records), tag
+        assert not any(k.startswith(("val_", "test")) for r in records for k in r), tag

@@ -12,10 +12,15 @@ Three tasks (Sec. 4), each with the authors' CoordConv model and conventional ba
   regressor's convolutional twin (the same network without AddCoords), on the quadrant split;
 * supervised rendering (Sec. 4.3): (i, j) -> the 9x9 square; CoordConv painter, quadrant split.
 
-Selection hygiene (DESIGN.md, "Verdicts"): a seeded random ``val_fraction`` of each training
-split is held out as validation data; the learning curves (``eval_every``) are measured on it,
-and nothing is selected by test data, which are read once, in the final evaluation (the test
-set is guarded with ``RunContext.holdout``). Step counts and step sizes are fixed in the configs.
+Selection hygiene (DESIGN.md, "Verdicts"): at quick scale a seeded random ``val_fraction`` of
+each training split is held out as validation data and the learning curves (``eval_every``) are
+measured on it. The full scale is the authors' protocol (uber-research/CoordConv ``train.py``):
+no hold-out, every model trains on its whole training split (the authors' split sizes) for a
+fixed number of epochs and the last weights are evaluated; its curves are on the training
+points. The authors' script also logged its "val" file -- the test set -- every epoch and
+reported the best model of each grid; neither is copied: nothing here is selected by test data,
+which are read once, in the final evaluation (guarded with ``RunContext.holdout``). Step counts
+and step sizes are fixed in the configs.
 
 Why the quick CoordConv classifier trains for ``cls_steps`` = 1,000 steps (the "knife edge" of
 seed 0, measured with this code's models at one thread): the training quadrants are fitted
@@ -55,7 +60,8 @@ their verdict fails as "not measured"; the raw numbers go to ``details.extra`` a
 why.
 
 Deviations (documented; none changes what is measured): inputs scaled to [-1, 1] (the authors fed
-pixel indices to the painters); a validation split held out of each training split; the
+pixel indices to the painters); at quick scale a validation split held out of each training split
+and a seeded 80 / 20 uniform split (full: the authors' 2,368 / 768); the
 regression targets are the authors' normalised locations (pixel / 64) and its error is the
 root-mean-square Euclidean distance in pixels; quick-scale step counts are far below the
 paper's (it trained the deconv nets for 1,000 epochs with a step decay, the CoordConv models for
@@ -81,6 +87,7 @@ from torch import Tensor, nn
 from paperzoo.data.base import DataInfo
 from paperzoo.data.not_so_clevr import (
     CANVAS,
+    SPLIT_PROTOCOLS,
     NotSoClevrSplit,
     make_split,
     onehot_images,
@@ -145,9 +152,20 @@ class CoordConvConfig:
     adam_betas: tuple[float, float]
     schedule: str  # step-size schedule of the CoordConv painters and the conv regressor
     deconv_schedule: str  # of the deconv nets ("step": the authors' x0.1 every 200 epochs)
-    val_fraction: float  # share of each training split held out as validation data
-    eval_every: int  # steps between validation evaluations (learning curves)
+    # share of each training split held out as validation data (0: none, the authors' protocol;
+    # the learning curves are then measured on the training points)
+    val_fraction: float
+    eval_every: int  # steps between evaluations for the learning curves
     eval_limit: int | None = None  # evaluate on at most this many examples (None: all)
+    # the uniform split: "seeded" (a seeded 80 / 20) or "authors" (their fixed 2,368 / 768;
+    # paperzoo.data.not_so_clevr.make_split)
+    split_protocol: str = "seeded"
+    # deconv steps on the uniform split (None: ``deconv_steps``, as on the quadrant split)
+    uniform_deconv_steps: int | None = None
+    # the painters, the deconv nets and the conv regressor end each epoch with the partial batch,
+    # as the authors' loop does (False: whole batches only; the CoordConv regressor and its twin
+    # always take it)
+    partial_batches: bool = False
     # engine option: the conventional regressor and the CoordConv regressor's conv twin train in
     # channels-last memory format (1.33-1.66x faster steps at quick, bench conv_layout); the
     # painters and the CoordConv regressor measure 0.99-1.08x there and stay channels-first
@@ -166,23 +184,54 @@ class CoordConvConfig:
         for name in ("reg_l2", "conv_reg_l2"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
+        if self.split_protocol not in SPLIT_PROTOCOLS:
+            raise ValueError(
+                f"split_protocol must be one of {SPLIT_PROTOCOLS}, got {self.split_protocol!r}"
+            )
 
-    @property
-    def deconv_frozen_step(self) -> int:
-        """The deconv step from which its batch norms use their running statistics."""
-        return round(self.deconv_running_stats_from * self.deconv_steps)
+    def deconv_steps_on(self, kind: str) -> int:
+        """The deconv net's steps on the ``kind`` split."""
+        if kind == "uniform" and self.uniform_deconv_steps is not None:
+            return self.uniform_deconv_steps
+        return self.deconv_steps
+
+    def deconv_frozen_step(self, kind: str) -> int:
+        """The deconv step (on the ``kind`` split) from which its batch norms use their running
+        statistics."""
+        return round(self.deconv_running_stats_from * self.deconv_steps_on(kind))
 
 
 # Numbers from the paper's body (Sec. 4, its figures and tables) that no reachable copy of the
 # paper's text could confirm; only the abstract was read (docs/paper-numbers.md).
 _UNREAD = "only the abstract could be read; this number is in the paper's Sec. 4 / figures"
+# Two training fits are premises of the held-out findings, not results of their own: the
+# paper's result is the baselines' failure on test points *although* they fit their training
+# points (the authors' blog post, eng.uber.com/coordconv, Figs. 4-5: some deconv models fit their
+# training set perfectly and none exceeds 86 % on the uniform test points; the conv regressor's
+# fit has no number at all). At full they are checks, as the uniform split's premise always
+# was; quick keeps its findings (its committed runs were judged by them). measured id -> the id
+# of the full check.
+_PREMISE = MappingProxyType(
+    {
+        f"quadrant.{task}.train_{metric}": f"quadrant.{task}.train_{metric}_premise"
+        for task, metric in (("classification.deconv", "acc"), ("regression.conv", "rmse_px"))
+    }
+)
 _CLAIMS = (
     ClaimSpec("quadrant.classification.coordconv.test_acc",
               "CoordConv maps (i, j) to the right pixel in the never-seen quadrant", 1.0,
               {"quick": ">= 0.95", "full": ">= 0.99"}),
+    # quick keeps the finding its committed runs were judged by; at full the same measurement
+    # is the check below (issue 39: one kind for the deconv's fit on both splits)
     ClaimSpec("quadrant.classification.deconv.train_acc",
-              "the deconv baseline fits its training quadrants", 1.0,
-              {"quick": ">= 0.9", "full": ">= 0.99"}, unverified=_UNREAD),
+              "the deconv baseline fits its training quadrants", 1.0, ">= 0.9",
+              scales=("smoke", "quick"), unverified=_UNREAD),
+    ClaimSpec(_PREMISE["quadrant.classification.deconv.train_acc"],
+              "the premise of the held-out-quadrant finding: the deconv baseline fits its "
+              "training quadrants", 1.0, ">= 0.99", kind="check", scales=("full",),
+              unverified=_UNREAD),
     ClaimSpec("quadrant.classification.deconv.test_acc",
               "the deconv baseline fails in the held-out quadrant", 0.0,
               {"quick": "<= 0.10", "full": "<= 0.05"}, unverified=_UNREAD),
@@ -194,7 +243,8 @@ _CLAIMS = (
               0.86, {"quick": "<= 0.95", "full": "<= 0.90"}, unverified=_UNREAD),
     ClaimSpec("uniform.classification.deconv.train_acc",
               "the premise of the two uniform-split findings: the deconv baseline fits its "
-              "training points", 1.0, ">= 0.9", kind="check", unverified=_UNREAD),
+              "training points", 1.0, {"quick": ">= 0.9", "full": ">= 0.99"}, kind="check",
+              unverified=_UNREAD),
     ClaimSpec("uniform.classification.coordconv_minus_deconv.test_acc",
               "CoordConv's uniform-split test accuracy minus the deconv baseline's", 0.14,
               {"quick": ">= 0.03", "full": ">= 0.10"}, unverified=_UNREAD),
@@ -203,7 +253,11 @@ _CLAIMS = (
               {"quick": "<= 1.0", "full": "<= 0.5"}, unverified=_UNREAD),
     ClaimSpec("quadrant.regression.conv.train_rmse_px",
               "the convolutional regressor fits its training quadrants (RMSE, pixels)", None,
-              "<= 1.0"),
+              "<= 1.0", scales=("smoke", "quick")),
+    ClaimSpec(_PREMISE["quadrant.regression.conv.train_rmse_px"],
+              "the premise of the conv regressor's held-out finding: it fits its training "
+              "quadrants (RMSE, pixels; the paper gives no number)", None, "<= 1.0",
+              kind="check", scales=("full",)),
     ClaimSpec("quadrant.regression.conv.test_rmse_px",
               "the convolutional regressor's error in the held-out quadrant (clearly worse)",
               None, "> 2.0"),
@@ -349,6 +403,13 @@ def _use_running_stats(model: nn.Module) -> None:
             m.eval()
 
 
+def _curve_points(train: Tensor, val: Tensor) -> tuple[str, Tensor]:
+    """What the learning curves are measured on: ("val", the validation centres), or ("train",
+    the training centres) when there are none (no hold-out, as the authors trained). Nothing is
+    selected by the curves (fixed step counts), so a training-point curve only shows the fit."""
+    return ("val", val) if len(val) else ("train", train)
+
+
 def _carve_validation(
     split: NotSoClevrSplit, fraction: float, generator: torch.Generator
 ) -> tuple[Tensor, Tensor]:
@@ -387,22 +448,27 @@ class CoordConvExperiment(Experiment):
             conv_reg_l2=0.0, adam_betas=(0.9, 0.999), schedule="cosine", deconv_schedule="cosine",
             val_fraction=0.1, eval_every=250, eval_limit=None,
         ),
-        # The authors' runs (experiment_logs.sh, train.py defaults): Adam (0.9, 0.99); CoordConv
-        # painters 50 epochs of batch 16 at a constant step size (quadrant split: 2,166 training
-        # points after the validation carve, 136 batches an epoch -> 6,800 steps; uniform:
-        # 2,258, 142 -> 7,100); deconv 1,000 epochs of batch 32, x0.1 every 200 epochs (70,000
-        # steps: 1,029 epochs of the quadrant split, 986 of the uniform); the regressors 100
-        # epochs of batch 256 at a constant 0.01 with L2 1e-5 (1,000 steps: 10 batches an epoch
-        # of the authors' 2,407 points). Step sizes and L2 within the authors' grids.
+        # The authors' runs (experiment_logs.sh, train.py defaults) on the authors' splits
+        # (data/not_so_clevr_generator.py: quadrant 2,407 training / 729 test centres, uniform
+        # 2,368 / 768) with no validation hold-out: train.py trains on the whole "train" file a
+        # fixed number of epochs and evaluates the last weights (its "val" file is the test
+        # set). Each epoch ends with a partial batch (train_iters = ceil(n / batch)). Adam (0.9,
+        # 0.99); CoordConv painters 50 epochs of batch 16 at a constant step size (quadrant:
+        # ceil(2,407 / 16) = 151 batches an epoch -> 7,550 steps; uniform: 148 -> 7,400);
+        # deconv 1,000 epochs of batch 32, x0.1 every 200 epochs (quadrant 76 batches an epoch
+        # -> 76,000 steps; uniform 74 -> 74,000); the regressors 100 epochs of batch 256 at a
+        # constant 0.01 with L2 1e-5 (10 batches an epoch -> 1,000 steps). Step sizes and L2
+        # within the authors' grids (one point of each; the paper reports the best of the grid).
         "full": CoordConvConfig(
-            cls_steps=6800, uniform_cls_steps=7100, render_steps=6800, batch_size=16,
-            micro_batch=4, lr=1e-2, deconv_steps=70000, deconv_batch_size=32, deconv_lr=1e-2,
-            deconv_running_stats_from=1.0,
+            cls_steps=7550, uniform_cls_steps=7400, render_steps=7550, batch_size=16,
+            micro_batch=4, lr=1e-2, deconv_steps=76000, uniform_deconv_steps=74000,
+            deconv_batch_size=32, deconv_lr=1e-2, deconv_running_stats_from=1.0,
             reg_steps=1000, reg_lr=1e-2, reg_batch_size=256, reg_betas=(0.9, 0.99), reg_l2=1e-5,
             reg_schedule="constant", conv_reg_steps=1000, conv_reg_lr=1e-2,
             conv_reg_batch_size=256, conv_reg_l2=1e-5, adam_betas=(0.9, 0.99),
             schedule="constant", deconv_schedule="step",
-            val_fraction=0.1, eval_every=1000, eval_limit=None,
+            val_fraction=0.0, eval_every=1000, eval_limit=None, split_protocol="authors",
+            partial_batches=True,
         ),
     }  # fmt: skip
 
@@ -497,10 +563,13 @@ class CoordConvExperiment(Experiment):
     def data(
         self, cfg: CoordConvConfig, ctx: RunContext
     ) -> dict[str, tuple[NotSoClevrSplit, Tensor, Tensor, Tensor]]:
-        """Per split: (split, training centres, validation centres, guarded test centres)."""
+        """Per split: (split, training centres, validation centres, guarded test centres); no
+        validation centres when ``cfg.val_fraction`` is 0."""
         out = {}
         for kind in ("quadrant", "uniform"):
-            s = make_split(kind, generator=ctx.generator("split", kind))
+            s = make_split(
+                kind, generator=ctx.generator("split", kind), protocol=cfg.split_protocol
+            )
             test = ctx.holdout(_limit(s.test, cfg.eval_limit), f"{kind} test centres")
             s = dataclasses.replace(s, test=test)  # only the guarded test centres remain
             tr, va = _carve_validation(s, cfg.val_fraction, ctx.generator("val-split", kind))
@@ -517,7 +586,8 @@ class CoordConvExperiment(Experiment):
         ctx: RunContext,
     ) -> tuple[nn.Module, History]:
         """Sec. 4.1: train the CoordConv (``arch="coordconv"``) or deconv painter on (i, j) ->
-        the pixel's index (softmax over all pixels); the curve is validation accuracy."""
+        the pixel's index (softmax over all pixels); the curve is the validation accuracy (the
+        training accuracy when ``val`` is empty)."""
 
         def cls_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
             coords, target = batch
@@ -527,21 +597,23 @@ class CoordConvExperiment(Experiment):
         with seeded(ctx.seed):
             model = CoordConvPainter() if coordconv else DeconvPainter()
         steps = cfg.cls_steps if kind == "quadrant" else cfg.uniform_cls_steps
+        on, points = _curve_points(train, val)
         hist = self._train(
             f"{kind}-classification-{arch}",
             model,
             (scale_coords(train), _pixel_index(train)),
             cls_loss,
-            lambda mod: {"val_acc": _classification_acc(mod, val)},
-            steps=steps if coordconv else cfg.deconv_steps,
+            lambda mod: {f"{on}_acc": _classification_acc(mod, points)},
+            steps=steps if coordconv else cfg.deconv_steps_on(kind),
             lr=cfg.lr if coordconv else cfg.deconv_lr,
             batch_size=cfg.batch_size if coordconv else cfg.deconv_batch_size,
             cfg=cfg,
             ctx=ctx,
             micro_batch=cfg.micro_batch if coordconv else None,  # the deconv has batch norm
-            running_stats_from=None if coordconv else cfg.deconv_frozen_step,
+            running_stats_from=None if coordconv else cfg.deconv_frozen_step(kind),
             betas=cfg.adam_betas,
             schedule=cfg.schedule if coordconv else cfg.deconv_schedule,
+            drop_last=not cfg.partial_batches,
         )
         return model, hist
 
@@ -551,7 +623,8 @@ class CoordConvExperiment(Experiment):
         """Sec. 4.2: train a regressor on the one-hot image -> (i, j) / 64 (the authors' MSE):
         ``arch`` is ``"coordconv"`` (the CoordConv regressor), ``"conv_twin"`` (the same net
         without AddCoords; both with the ``reg_*`` settings) or ``"conv"`` (the authors'
-        conventional regressor, ``conv_reg_*``). The curve is the validation RMSE in pixels."""
+        conventional regressor, ``conv_reg_*``). The curve is the validation RMSE in pixels (the
+        training RMSE when ``val`` is empty)."""
 
         def reg_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
             x, target = batch
@@ -562,12 +635,13 @@ class CoordConvExperiment(Experiment):
         with seeded(ctx.seed):
             model = _REGRESSORS[arch]()
         conv = arch == "conv"
+        on, points = _curve_points(train, val)
         hist = self._train(
             f"quadrant-regression-{arch}",
             model,
             (onehot_images(train), _norm_loc(train)),
             reg_loss,
-            lambda mod: {"val_rmse_px": _rmse_px(mod, val)},
+            lambda mod: {f"{on}_rmse_px": _rmse_px(mod, points)},
             steps=cfg.conv_reg_steps if conv else cfg.reg_steps,
             lr=cfg.conv_reg_lr if conv else cfg.reg_lr,
             batch_size=cfg.conv_reg_batch_size if conv else cfg.reg_batch_size,
@@ -577,7 +651,8 @@ class CoordConvExperiment(Experiment):
             betas=cfg.adam_betas if conv else cfg.reg_betas,
             schedule=cfg.schedule if conv else cfg.reg_schedule,
             l2=cfg.conv_reg_l2 if conv else cfg.reg_l2,
-            drop_last=conv,  # the authors' epochs end with a partial batch
+            # the authors' epochs end with a partial batch (the conv regressor: at full only)
+            drop_last=conv and not cfg.partial_batches,
         )
         return model, hist
 
@@ -594,7 +669,7 @@ class CoordConvExperiment(Experiment):
             *(
                 (
                     f"{kind}-classification-{arch}",
-                    cls[kind] if arch == "coordconv" else cfg.deconv_steps,
+                    cls[kind] if arch == "coordconv" else cfg.deconv_steps_on(kind),
                 )
                 for kind in cls
                 for arch in ("coordconv", "deconv")
@@ -662,6 +737,7 @@ class CoordConvExperiment(Experiment):
         painter: nn.Module | None = None
         if whole:
             tag = "quadrant-rendering-coordconv"
+            on, points = _curve_points(quad_train, quad_val)
             with seeded(ctx.seed):
                 painter = CoordConvPainter()
             curves[tag] = self._train(
@@ -669,7 +745,7 @@ class CoordConvExperiment(Experiment):
                 painter,
                 (scale_coords(quad_train), square_images(quad_train)),
                 render_loss,
-                lambda mod: {"val_iou": _mean_iou(mod, quad_val)},
+                lambda mod: {f"{on}_iou": _mean_iou(mod, points)},
                 steps=cfg.render_steps,
                 lr=cfg.lr,
                 batch_size=cfg.batch_size,
@@ -729,6 +805,7 @@ class CoordConvExperiment(Experiment):
             if whole or k == "quadrant"
         ]
         notes = self._notes(cfg, ctx, m, extra, params, unfitted, twin_spread, whole)
+        self._premises_as_checks(m, ctx)
         return Outcome(
             measured=m,
             data=data_info,
@@ -736,6 +813,14 @@ class CoordConvExperiment(Experiment):
             notes=notes,
             details={"params": params, "extra": extra},
         )
+
+    def _premises_as_checks(self, m: dict[str, Any], ctx: RunContext) -> None:
+        """Where a fit is declared as a premise check (full), move its measurement to the check's
+        id (``_PREMISE``); the quick findings keep theirs."""
+        declared = {c.id for c in self.claims if c.applies(ctx.scale)}
+        for measured_id, check_id in _PREMISE.items():
+            if measured_id in m and measured_id not in declared and check_id in declared:
+                m[check_id] = m.pop(measured_id)
 
     @staticmethod
     def _classification_findings(m: dict[str, Any], extra: dict[str, float]) -> list[str]:
@@ -775,17 +860,22 @@ class CoordConvExperiment(Experiment):
         twin_spread: float,
         whole: bool,
     ) -> list[str]:
+        frozen, deconv_steps = cfg.deconv_frozen_step("quadrant"), cfg.deconv_steps_on("quadrant")
         bn_note = (
-            f"batch norms with batch statistics for {cfg.deconv_frozen_step} steps, then with "
-            "their running statistics, frozen"
-            if cfg.deconv_frozen_step < cfg.deconv_steps
+            f"batch norms with batch statistics for {frozen} steps, then with their running "
+            "statistics, frozen"
+            if frozen < deconv_steps
             else "batch norms with batch statistics throughout"
         )
+        if cfg.deconv_steps_on("uniform") != deconv_steps:
+            deconv_note = f"{deconv_steps} (quadrant) / {cfg.deconv_steps_on('uniform')} (uniform)"
+        else:
+            deconv_note = f"{deconv_steps} per split"
         steps = (
             f"Steps: CoordConv classification {cfg.cls_steps} (quadrant) / "
             f"{cfg.uniform_cls_steps} (uniform), rendering {cfg.render_steps} (batch "
-            f"{cfg.batch_size}, step size {cfg.lr}, {cfg.schedule}); deconv {cfg.deconv_steps} "
-            f"per split (batch {cfg.deconv_batch_size}, {cfg.deconv_lr}, {cfg.deconv_schedule}; "
+            f"{cfg.batch_size}, step size {cfg.lr}, {cfg.schedule}); deconv {deconv_note} "
+            f"(batch {cfg.deconv_batch_size}, {cfg.deconv_lr}, {cfg.deconv_schedule}; "
             f"{bn_note}); "
             if whole
             else "Steps: "
@@ -797,8 +887,21 @@ class CoordConvExperiment(Experiment):
             f"{cfg.adam_betas}. CoordConv regressor and its twin: {cfg.reg_steps} steps of batch "
             f"{cfg.reg_batch_size}, Adam {cfg.reg_betas}, step size {cfg.reg_lr} "
             f"({cfg.reg_schedule}), L2 {cfg.reg_l2:g} on the conv weights.",
-            f"Validation: {cfg.val_fraction:.0%} of each training split held out (seeded); the "
-            "learning curves are measured on it, test data only in the final evaluation.",
+            (
+                f"Validation: {cfg.val_fraction:.0%} of each training split held out (seeded); "
+                "the learning curves are measured on it, test data only in the final evaluation."
+                if cfg.val_fraction > 0
+                else "No validation hold-out (the authors' protocol: every model trains on the "
+                "whole training split for a fixed number of steps and the last weights are "
+                "evaluated); the learning curves are measured on the training points, nothing "
+                "is selected by them, test data only in the final evaluation."
+            )
+            + (
+                " Splits: the authors' (uniform 2,368 / 768, quadrant 2,407 / 729); each epoch "
+                "ends with a partial batch."
+                if cfg.split_protocol == "authors"
+                else ""
+            ),
             "Regression RMSE (px), train / test: "
             + "; ".join(
                 f"{a} {extra[f'quadrant.regression.{a}.train_rmse_px']:.2f} / "
@@ -823,8 +926,8 @@ class CoordConvExperiment(Experiment):
             test_acc = extra[f"{kind}.classification.deconv.test_acc"]
             notes.append(
                 f"The deconv baseline did not fit its {kind} training points (accuracy "
-                f"{fit:.3f} < {_FIT_ACC}) in {cfg.deconv_steps} steps: its {kind}-split test "
-                f"accuracy ({test_acc:.3f}) would measure under-training, not the failure to "
+                f"{fit:.3f} < {_FIT_ACC}) in {cfg.deconv_steps_on(kind)} steps: its {kind}-split "
+                f"test accuracy ({test_acc:.3f}) would measure under-training, not the failure to "
                 "generalise that the paper shows (the authors trained it for 1,000 epochs), so "
                 "the findings built on it are not measured."
             )
@@ -861,18 +964,20 @@ class CoordConvExperiment(Experiment):
         fig = Figure(figsize=(12, 3.6))
         axes = fig.subplots(1, 3)
         groups = (
-            ("classification", "val_acc", "validation accuracy"),
-            ("regression", "val_rmse_px", "validation RMSE (px)"),
-            ("rendering", "val_iou", "validation IoU"),
+            ("classification", "acc", "accuracy"),
+            ("regression", "rmse_px", "RMSE (px)"),
+            ("rendering", "iou", "IoU"),
         )
+        # the curves are on validation points, or on the training points without a hold-out
+        on = "val" if _logged_with(curves, "val_") else "train"
         for ax, (task, metric, label) in zip(axes, groups, strict=True):
             for tag, hist in curves.items():
                 if task in tag:
-                    steps, vals = hist.series(metric)
+                    steps, vals = hist.series(f"{on}_{metric}")
                     ax.plot(steps, vals, marker=".", label=tag.replace(f"-{task}", ""))
             ax.set_title(task)
             ax.set_xlabel("step")
-            ax.set_ylabel(label)
+            ax.set_ylabel(f"{'validation' if on == 'val' else 'training'} {label}")
             if task == "regression":
                 ax.set_yscale("log")
             if ax.get_lines():  # a part leaves the other tasks' panels empty
@@ -915,6 +1020,11 @@ class CoordConvExperiment(Experiment):
         path, rel = ctx.figure_path("heldout_predictions.png")
         fig.savefig(path, dpi=100)
         return rel
+
+
+def _logged_with(curves: dict[str, History], prefix: str) -> bool:
+    """Whether any curve logged a metric named ``prefix...``."""
+    return any(k.startswith(prefix) for h in curves.values() for r in h.records for k in r)
 
 
 def _square_patch(centre: Tensor) -> Any:
