@@ -250,8 +250,10 @@ def test_dci_batched_backend_close_to_scikit_learn(codes) -> None:
     ref = np.array(dci(c[:600], f[:600], ct[:300], ft[:300], **kw))
     exact = np.array(dci(c[:600], f[:600], ct[:300], ft[:300], backend="batched", **kw))
     binned = dci(c[:600], f[:600], ct[:300], ft[:300], backend="batched", max_bins=32, **kw)
-    # Ties are decided differently (see gbt.py): scikit-learn with random_state=1 differs from
-    # random_state=0 by 2e-3 in D and C and 5e-3 in test accuracy on these codes.
+    # Near-ties still go by rounding (see gbt.py): scikit-learn with random_state=1 differs from
+    # random_state=0 by 2e-3 in D and C and 5e-3 in test accuracy on these codes; the batched
+    # backend with the same random_state 0 / 1 / 2 by 2.6e-4 to 1.6e-3 in D and C and 0.022 to
+    # 0.028 in test accuracy (mirror-image cuts of small nodes route test points otherwise).
     np.testing.assert_allclose(exact[:2], ref[:2], atol=0.01)
     np.testing.assert_allclose(exact[2:], ref[2:], atol=0.05)
     assert all(0.0 <= v <= 1.0 for v in binned)

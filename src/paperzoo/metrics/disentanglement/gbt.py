@@ -3,12 +3,13 @@
 
 Friedman (2001), "Greedy Function Approximation", Algorithm 6 (multiclass log-loss boosting):
 every stage fits one regression tree per class to the residuals y_k - p_k (softmax of the raw
-scores), depth 3, splits chosen by Friedman's MSE criterion, and sets each leaf to one Newton
+scores), depth 3, splits chosen by the squared-error criterion, and sets each leaf to one Newton
 step, (K - 1) / K * sum(r) / sum(p (1 - p)) (binary: one tree, sum(r) / sum(p (1 - p))); the raw
 scores move by 0.1 times the leaf value. The importance of a feature is the impurity decrease of
 its splits, per tree divided by N, averaged over the trees that split at all and normalised.
 
-What is the same as scikit-learn (1.x defaults: learning_rate 0.1, max_depth 3, friedman_mse,
+What is the same as scikit-learn (1.x defaults: learning_rate 0.1, max_depth 3, squared error
+(scikit-learn 1.9's trees; its former friedman_mse ranks the splits alike),
 min_samples_split 2, min_samples_leaf 1, subsample 1, prior initialisation): the features are
 rounded to float32 first, candidate thresholds lie between neighbouring values more than 1e-7
 apart, a threshold is the midpoint a/2 + b/2 of the two sample values around it, a node with
@@ -23,7 +24,9 @@ features set aside and remembered for the descendants, nodes in its depth-first 
 same ``random_state`` the trees are then scikit-learn's wherever its criterion values and ours
 compare alike. To that end the left sums of a node's cuts run from 0 at the node's first sample
 in the feature's sorted order, as scikit-learn's ``criterion.update`` adds them, so equal cuts of
-different features tie or order as there (Friedman's criterion is monotone in the left sum).
+different features tie or order as there, and the criterion is computed in scikit-learn's
+arithmetic, s_l^2 / n_l + (S - s_l)^2 / n_r with S the node's total (at the root summed in
+sample order, as there).
 Tested: to rounding on integer codes with duplicated columns and a binary factor, and on a
 duplicated continuous latent with a 3-class factor (the former lowest-feature rule was off by
 0.4 to 0.6 in the importances there).
@@ -31,7 +34,9 @@ duplicated continuous latent with a 3-class factor (the former lowest-feature ru
 What still differs: scikit-learn sometimes takes a left sum as the node total minus the samples
 from the end (a jump over equal values past the middle of the node), orders equal values
 arbitrarily, and sums a node's total in the order its partitions left the samples, so a tie can
-still split by rounding there, or a rounding-level difference collapse into a tie here; a node
+still split by rounding there, or a rounding-level difference collapse into a tie here (also
+where two features cut the same samples in mirror image, one's left set the other's right set:
+both then compare rounded values, differently; such cuts move the test points of small nodes); a node
 whose residuals are equal up to rounding has an impurity of rounding size, often above machine
 epsilon in scikit-learn (its children's sums are the parent's minus the sibling's), and is then
 split on rounding noise, where ours, summed directly, may not be: this happens often for factors
@@ -406,13 +411,15 @@ def _grow_exact(
         n_at = np.take_along_axis(cnt, at_c, axis=1)
         s_at = np.take_along_axis(tot, at_c, axis=1)
         ok_at = np.take_along_axis(can, at_c, axis=1) & (c_l < n_at)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = np.where(ok_at, 1.0 / (c_l * (n_at - c_l)), 0.0)[:, None, :]  # (B, 1, N-1)
-        # Friedman's proxy (n s_l - n_l s)^2 / (n_l n_r); -1 where no cut (equal values).
-        proxy = s_l * n_at[:, None, :]
-        proxy -= (c_l * s_at)[:, None, :]
-        proxy *= proxy
-        proxy *= inv
+        # scikit-learn's squared-error proxy, in its arithmetic (MSE.proxy_impurity_improvement,
+        # the right sum as the node total minus the left): s_l^2 / n_l + s_r^2 / n_r; -1 where
+        # there is no cut (equal values).
+        s_r = s_at[:, None, :] - s_l
+        s_r *= s_r
+        proxy = s_l * s_l
+        proxy /= np.where(ok_at, c_l, 1.0)[:, None, :]
+        s_r /= np.where(ok_at, n_at - c_l, 1.0)[:, None, :]
+        proxy += s_r
         np.copyto(proxy, -1.0, where=gid[:, :, 1:] == gid[:, :, :-1])
         np.copyto(proxy, -1.0, where=~ok_at[:, None, :])
         # The best value of every node, then every (feature, position) attaining it: ties are
@@ -553,9 +560,11 @@ class _Histograms:
             s_l, c_l = np.moveaxis(s_l, 0, 1), np.moveaxis(c_l, 0, 1)  # (D, M, B-1, T)
             ok = self.valid[:, None, :, None] & (c_l > 0) & (c_l < cnt[None, :, None, :])
             with np.errstate(divide="ignore", invalid="ignore"):
-                diff = cnt[None, :, None, :] * s_l - c_l * tot[None, :, None, :]
-                proxy = np.where(ok, diff * diff / (c_l * (cnt[None, :, None, :] - c_l)), -np.inf)
-            # Friedman's proxy maximised per (node, tree) over (feature, cut), feature-major.
+                s_r = tot[None, :, None, :] - s_l
+                proxy = np.where(
+                    ok, s_l * s_l / c_l + s_r * s_r / (cnt[None, :, None, :] - c_l), -np.inf
+                )
+            # the squared-error proxy maximised per (node, tree) over (feature, cut)
             flat = np.moveaxis(proxy, (0, 2), (2, 3)).reshape(m_nodes, t, -1)  # (M, T, D*(B-1))
             best_v = flat.max(axis=2)  # (M, T)
             found = can_split & (best_v > -np.inf)
