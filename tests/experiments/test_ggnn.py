@@ -269,6 +269,18 @@ def test_part_models_measures_the_models_alone_without_baselines() -> None:
         exp.claims_at(RunContext(scale="full", part="baselines"))
 
 
+def test_a_subset_of_tasks_leaves_the_others_not_measured(tmp_path: Path) -> None:
+    """``--set tasks=[...]`` (a modified config) runs; the tasks left out are not measured
+    (it stopped with "measured claims do not match the ones declared" before)."""
+    out = tmp_path / "out"
+    argv = ["reproduce", "ggnn", "--scale", "smoke", "--out", str(out), "--quiet"]
+    argv += ["--set", 'tasks=["babi4"]', "--set", "baseline_tasks=[]"]
+    assert main(argv) == 0
+    claims = {c["id"]: c for c in json.loads((out / "results.json").read_text())["claims"]}
+    assert claims["babi.task4.ggnn.test_acc"]["measured"] is not None
+    assert claims["babi.task15.ggnn.test_acc"]["measured"] is None
+
+
 @pytest.mark.slow
 def test_quick_run_all_claims_hold(tmp_path: Path) -> None:
     ctx = RunContext(scale="quick", out_dir=tmp_path / "out", quiet=True)
