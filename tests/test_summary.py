@@ -338,3 +338,18 @@ def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
     md = render_summary_markdown([full])
     assert "1 of 2 findings reproduced" in md  # split.acc holds but does not count
     assert "paper number unverified: not counted" in md
+
+
+def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:
+    from paperzoo.experiments.overrides import config_to_dict
+    from paperzoo.experiments.runner import get_experiment
+
+    declared = config_to_dict(get_experiment("coordconv").config("full"))
+    key = next(iter(declared))
+    old = _result(scale="full", seeds=(0,), config={**declared, key: "another protocol"})
+    _, problems = rejudge(old)
+    assert any(p.startswith("not counted: it ran a full config") and key in p for p in problems)
+    assert "findings reproduced" not in render_summary_markdown([old], overview_only=True)
+    # a field the run could not record (added to the config later) is not held against it
+    older = {k: v for k, v in declared.items() if k != key}
+    assert rejudge(_result(scale="full", seeds=(0,), config=older))[1] == []

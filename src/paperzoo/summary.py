@@ -272,6 +272,8 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
             problems.append(f"not counted: {err}")
             return result, problems
     problems += [f"{cid}: stored but no longer declared (not shown)" for cid in stored]
+    if not result.overrides and result.config:
+        problems += _config_drift(result, exp.config(result.scale))
     threads = result.threads
     if run_dir is not None and result.seed_dirs:
         found, threads_seen = _check_against_seeds(result, run_dir)
@@ -279,6 +281,33 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
         if threads is None and len(threads_seen) == 1:  # an aggregate made by merge
             threads = threads_seen.pop()
     return replace(result, claims=claims, threads=threads), problems
+
+
+def _config_drift(result: Result, declared: Any) -> list[str]:
+    """``not counted: ...`` when a field the run recorded differs from the config the code now
+    declares at its scale: it ran another protocol (e.g. restarts that became a variant). Fields
+    added after the run are not compared (the run could not record them)."""
+    import json
+
+    from paperzoo.experiments.overrides import config_to_dict
+
+    current = config_to_dict(declared)
+    changed = [
+        k
+        for k in result.config
+        if k in current
+        and json.dumps(result.config[k], sort_keys=True) != json.dumps(current[k], sort_keys=True)
+    ]
+    if not changed:
+        return []
+    shown = ", ".join(
+        f"{k} {json.dumps(result.config[k])[:40]} -> {json.dumps(current[k])[:40]}"
+        for k in changed[:3]
+    )
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return [
+        f"not counted: it ran a {result.scale} config the code no longer declares ({shown}{more})"
+    ]
 
 
 def _check_against_seeds(result: Result, run_dir: Path) -> tuple[list[str], set[int | None]]:
