@@ -662,6 +662,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         )
     if any(r.config != results[0].config or r.overrides != results[0].overrides for r in results):
         raise UsageError("shards to merge must share one config (they ran different settings)")
+    exp = get_experiment(papers.pop())
     if len({tuple(r.seeds) for r in results}) > 1:
         raise UsageError(
             "shards to merge must come from one seed, got seeds "
@@ -669,7 +670,6 @@ def cmd_merge(args: argparse.Namespace) -> int:
                 f"{format_seeds(r.seeds)} ({d})" for r, d in zip(results, args.dirs, strict=True)
             )
         )
-    exp = get_experiment(papers.pop())
     raw = [json.loads((d / "results.json").read_text()) for d in args.dirs]
     first = results[0]
     ctx = RunContext(
