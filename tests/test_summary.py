@@ -31,9 +31,11 @@ _SPECS = (
 
 
 @pytest.fixture(autouse=True)
-def _declared_claims(monkeypatch: pytest.MonkeyPatch) -> None:
+def _declared_claims(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     from paperzoo.experiments import EXPERIMENTS
 
+    if request.node.get_closest_marker("real_claims"):  # judges the committed runs
+        return
     for name in EXPERIMENTS.names():
         monkeypatch.setattr(type(EXPERIMENTS.create(name)), "claims", _SPECS)
 
@@ -233,6 +235,7 @@ def _tool(name: str):
     return mod
 
 
+@pytest.mark.real_claims
 def test_the_committed_front_page_and_readme_tables_are_up_to_date() -> None:
     """README's results and performance tables, docs/results.md, docs/benchmarks.md's tables and
     results/index.html are what `make summary` makes from the committed runs: after adding or
