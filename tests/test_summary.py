@@ -246,6 +246,22 @@ def test_the_committed_front_page_and_readme_tables_are_up_to_date() -> None:
     assert _tool("bench_overview").main(["--check"]) == 0
 
 
+def test_every_committed_run_names_the_clean_code_that_made_it() -> None:
+    """Issue 38: every results.json under results/ (aggregates and seed runs) has a commit, not
+    dirty, and a source digest; a run without them is shown but never counted, so committing
+    one only adds a row that says "not counted"."""
+    found = sorted((ROOT / "results").rglob("results.json"))
+    if not found:
+        pytest.skip("not a source checkout with results/")
+    missing = []
+    for path in found:
+        r = load_result(path.parent)
+        commit = r.commit or ""
+        if not re.fullmatch(r"[0-9a-f]{7,40}", commit) or not r.source_sha256:
+            missing.append(f"{path.relative_to(ROOT)}: commit={r.commit!r}")
+    assert not missing, "runs without provenance:\n" + "\n".join(missing)
+
+
 def test_every_committed_bench_row_is_in_a_readme_comparison() -> None:
     tool = _tool("bench_overview")
     import json
