@@ -2,7 +2,7 @@ import subprocess
 
 import pytest
 
-from paperzoo.provenance import code_identity, git_commit, source_sha256
+from paperzoo.provenance import code_identity, cpu_model, git_commit, host_identity, source_sha256
 
 
 def _git(cwd, *args):
@@ -55,3 +55,24 @@ def test_this_package_is_identified():
     ident = code_identity()
     assert len(ident["source_sha256"]) == 64
     assert ident["commit"] is None or len(ident["commit"].split("+")[0]) == 12
+
+
+def test_the_host_names_the_cpu_and_its_cores(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU @ 2.0GHz\n")
+    assert cpu_model(info) == "Test CPU @ 2.0GHz"
+    assert cpu_model(tmp_path / "absent")  # falls back to the platform's name, never empty
+    host = host_identity("cpu")
+    assert host.endswith(" cores") and int(host.rsplit(", ", 1)[1].split()[0]) >= 1
+
+
+def test_results_record_the_host_and_aggregates_keep_it(tmp_path):
+    from paperzoo.cli import main
+    from paperzoo.report import load_result
+
+    out = tmp_path / "agg"
+    args = ["reproduce", "coordconv", "--scale", "smoke", "--seeds", "0-1", "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0
+    for run in (out / "seed-0", out / "seed-1", out):
+        assert load_result(run).host == host_identity("cpu")  # the aggregate names it once
+    assert host_identity("cpu") in (out / "report.md").read_text()

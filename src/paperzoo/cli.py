@@ -749,18 +749,11 @@ def _bench_machine() -> dict:
     import torch
 
     import paperzoo
+    from paperzoo.provenance import cpu_model
 
-    cpu = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next(
-                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None
-            )
-    except OSError:
-        pass
     affinity = getattr(os, "sched_getaffinity", None)
     return {
-        "cpu": cpu or platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "cores_available": len(affinity(0)) if affinity else os.cpu_count(),
         "threads": torch.get_num_threads(),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import platform
 import subprocess
 from pathlib import Path
 from typing import TypedDict
@@ -58,3 +60,30 @@ def git_commit(package_dir: Path = PACKAGE_DIR) -> str | None:
 def code_identity() -> CodeIdentity:
     """The identity of the running paperzoo (computed once per process)."""
     return {"commit": git_commit(), "source_sha256": source_sha256()}
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo; elsewhere ``platform.processor()``)."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def host_identity(device: str) -> str:
+    """Where a run ran, for reading its wall time: the CPU model and the cores the process may
+    use, and the GPU's name on CUDA (e.g. ``Intel(R) Xeon(R) Processor, 2 cores``)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 0
+    host = f"{cpu_model()}, {cores} cores"
+    if device.startswith("cuda"):
+        import torch
+
+        if torch.cuda.is_available():
+            host += f"; {torch.cuda.get_device_name(torch.device(device))}"
+    return host

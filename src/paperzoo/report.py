@@ -293,6 +293,7 @@ class Result:
     marks: list[str] = field(default_factory=list)
     threads: int | None = None  # torch's intra-op threads per process (None: not recorded)
     precision: str = "fp32"  # --precision (paperzoo.engine.precision); older results: fp32
+    host: str | None = None  # CPU model and cores (and GPU) it ran on; None: not recorded
 
     @property
     def paper_setting(self) -> bool:
@@ -422,6 +423,8 @@ class Result:
             d["marks"] = list(self.marks)
         if self.threads is not None:
             d["threads"] = self.threads
+        if self.host is not None:
+            d["host"] = self.host
         if self.partial is not None:  # the marker: verdicts of a run whose loops stopped early
             d["partial"] = True
             d["max_steps"] = self.partial["max_steps"]
@@ -477,6 +480,7 @@ class Result:
                 marks=list(d.get("marks", [])),
                 threads=d.get("threads"),
                 precision=str(d.get("precision", "fp32")),  # results before --precision: fp32
+                host=d.get("host"),
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -663,6 +667,7 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         marks=list(dict.fromkeys(m for r in runs for m in r.marks)),
         threads=threads.pop() if len(threads) == 1 else None,
         precision=first.precision,
+        host="; ".join(dict.fromkeys(r.host for r in runs if r.host)) or None,
     )
 
 
@@ -771,7 +776,8 @@ def render_markdown(result: Result) -> str:
     lines += [
         f"**{headline(result)}**",
         "",
-        f"`{result.command or _command(result)}` on {result.device} ({result.precision}), "
+        f"`{result.command or _command(result)}` on {result.device}"
+        f"{f' [{result.host}]' if result.host else ''} ({result.precision}), "
         f"{result.wall_seconds:.1f} s{' (sum over seeds)' if len(seeds) > 1 else ''} "
         f"(paperzoo {result.paperzoo_version}, torch {result.torch_version}, {code})",
         "",

@@ -46,7 +46,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
     target (or the reverse) is an error naming the claim. The result names what ran: the code
     (``paperzoo.provenance``), the data, the setting and the part."""
     from paperzoo import __version__
-    from paperzoo.provenance import code_identity
+    from paperzoo.provenance import code_identity, host_identity
     from paperzoo.report import check_measurement
 
     specs = exp.claims_at(ctx)
@@ -98,6 +98,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         part=ctx.part,
         command=ctx.command,
         precision=ctx.precision,
+        host=host_identity(ctx.device),
         threads=torch.get_num_threads(),
     )
 
