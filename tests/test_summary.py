@@ -356,6 +356,7 @@ def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
     full = _result(scale="full", seeds=(0,), values=(0.99,), other=(0.8,))
     md = render_summary_markdown([full])
     assert "1 of 2 findings reproduced" in md  # split.acc holds but does not count
+    assert "1 more hold on unverified paper numbers" in md  # the row says why, as report.md
     assert "paper number unverified: not counted" in md
 
 
