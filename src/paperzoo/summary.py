@@ -144,8 +144,8 @@ FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
     "coordconv": (
         NotRun(
             ("cpu",),
-            "Not-so-Clevr is generated; the authors' schedules took 70 minutes at two threads "
-            "(committed as results/coordconv-full; docs/coordconv.md).",
+            "Not-so-Clevr is generated; the authors' protocol took 2 h 15 min at two threads "
+            "on an Intel Xeon (committed as results/coordconv-full; docs/coordconv.md).",
         ),
     ),
     "obfuscated-gradients": (
