@@ -365,6 +365,10 @@ class Result:
     def findings(self) -> list[ClaimResult]:
         return [c for c in self.claims if c.kind == "finding"]
 
+    def holding_unverified(self) -> int:
+        """Findings that hold but do not count at this scale (their paper number unverified)."""
+        return sum(c.verdict == "holds" and not c.counts_at(self.scale) for c in self.findings)
+
     @property
     def checks(self) -> list[ClaimResult]:
         return [c for c in self.claims if c.kind == "check"]
@@ -728,7 +732,7 @@ def headline(result: Result) -> str:
     why = result.not_counted_reason()
     if why is None:
         k = len(result.reproduced())
-        unverified = sum(c.verdict == "holds" and not c.counts_at(result.scale) for c in findings)
+        unverified = result.holding_unverified()
         more = f"; {unverified} more hold on unverified paper numbers" if unverified else ""
         return f"Findings reproduced: {k} of {len(findings)} ({run_label(result)}{more})"
     k = sum(c.verdict == "holds" for c in findings)

@@ -544,8 +544,7 @@ def _headline(run: _Run) -> str:
     k, n = run.counts()
     what = run_label(run.result)
     if run.reason is None:
-        r = run.result
-        unverified = sum(c.verdict == "holds" and not c.counts_at(r.scale) for c in r.findings)
+        unverified = run.result.holding_unverified()
         extra = f"; {unverified} more hold on unverified paper numbers" if unverified else ""
         extra += f"; {len(run.unstable)} unstable, not counted" if run.unstable else ""
         return f"{k} of {n} findings reproduced ({what}{extra})"
