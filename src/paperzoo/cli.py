@@ -351,6 +351,12 @@ def _child_args(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def _options(args: argparse.Namespace) -> dict[str, object]:
+    """The papers' own options that were given (``RunContext.options``)."""
+    given = {"fold": args.fold, "folds": args.folds}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def _overrides(name: str, scale: str, items: list[str]) -> tuple[dict[str, str], object]:
     """(overrides, resolved config) for ``--set`` ``items``; a bad key or value is a UsageError."""
     from paperzoo.experiments.overrides import OverrideError, parse_set
@@ -487,8 +493,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                     download=args.download,
                     dataset=args.dataset,
                     quiet=args.quiet,
-                    fold=args.fold,
-                    folds=args.folds,
+                    options=_options(args),
                     shard=args.shard,
                     max_steps=args.max_steps,
                     precision=args.precision
@@ -526,8 +531,7 @@ def _check_run(name: str, args: argparse.Namespace) -> None:
         data_root=args.data_root,
         download=args.download,
         dataset=args.dataset,
-        fold=args.fold,
-        folds=args.folds,
+        options=_options(args),
         part=args.part,
     )
     exp = get_experiment(name)

@@ -65,7 +65,7 @@ def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
 
 def test_smoke_run_on_the_official_file_layout(tmp_path: Path) -> None:
     ctx = RunContext(
-        scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=FIXTURES, fold=1
+        scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=FIXTURES, options={"fold": 1}
     )
     run_experiment("ggnn", ctx)
     res = _check(ctx.out_dir)
@@ -108,7 +108,9 @@ def test_one_fold_is_one_fold(tmp_path: Path) -> None:
     root = tmp_path / "babi"
     _write_fold(root, 1, seed=11, n_test=5)
     q3 = _write_fold(root, 3, seed=33, n_test=7)
-    ctx = RunContext(scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=root, fold=3)
+    ctx = RunContext(
+        scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=root, options={"fold": 3}
+    )
     result = run_experiment("ggnn", ctx)
     for name, summary in result.details["ggnn"].items():
         assert summary["folds"] == [3]
@@ -259,7 +261,7 @@ def test_authors_seed_handling_gives_every_fold_the_same_weights_and_split(tmp_p
 def test_part_models_measures_the_models_alone_without_baselines() -> None:
     """--part models: the seven accuracy findings, no baseline in the plan (issue 39)."""
     exp = GGNNExperiment()
-    ctx = RunContext(scale="full", data_root=FIXTURES, folds=(1,), part="models")
+    ctx = RunContext(scale="full", data_root=FIXTURES, options={"folds": (1,)}, part="models")
     ids = {c.id for c in exp.claims_at(ctx)}
     assert ids == {f"{_CLAIM_ID[t]}.test_acc" for t in OFFICIAL}
     plan = dict(exp.plan(exp.config("full"), ctx))
@@ -366,11 +368,11 @@ def test_full_runs_every_fold_present_and_marks_a_subset(tmp_path: Path, monkeyp
     assert quick["babi16 fold0-q1 (up to 16 waves of 1 runs)"] == 16 * OFFICIAL["babi16"].steps
     assert "rnn eulerian folds 1,3" in plan and "lstm babi4 folds 1,3" in plan
     # --folds / --fold choose a subset, marked the same way; a missing fold is refused.
-    assert exp._folds(cfg, RunContext(scale="full", data_root=root, folds=(3,))) == [3]
-    one = RunContext(scale="full", data_root=root, fold=1)
+    assert exp._folds(cfg, RunContext(scale="full", data_root=root, options={"folds": (3,)})) == [3]
+    one = RunContext(scale="full", data_root=root, options={"fold": 1})
     assert exp._folds(cfg, one) == [1] and exp.setting_note(one).startswith("fold 1 of 10")
     with pytest.raises(babi.DataError, match="fold 2"):
-        exp.require_data(RunContext(scale="full", data_root=root, folds=(1, 2)))
+        exp.require_data(RunContext(scale="full", data_root=root, options={"folds": (1, 2)}))
     # Other scales keep one fold unless told.
     assert exp._folds(exp.config("quick"), RunContext(scale="quick", data_root=root)) == [1]
     assert exp.setting_note(RunContext(scale="quick", data_root=root)) is None
@@ -385,7 +387,9 @@ def test_all_ten_folds_are_the_papers_setting(tmp_path: Path, monkeypatch) -> No
     _pin_fixture(monkeypatch, root)  # the fixture stands in for the authors' release
     assert exp._folds(exp.config("full"), ctx) == list(range(1, 11))
     assert exp.setting_note(ctx) is None
-    every = RunContext(scale="full", data_root=root, folds=tuple(range(1, 11)))  # --folds 1-10
+    every = RunContext(
+        scale="full", data_root=root, options={"folds": tuple(range(1, 11))}
+    )  # --folds 1-10
     assert exp.setting_note(every) is None
     exp.require_data(every)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,6 +171,78 @@ class Outcome:
     why_not_measured: dict[str, str] = field(default_factory=dict)
 
 
+_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU (see its docs)"}
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """Why a paper (or one part of it) has no full-scale run, as the summary shows it.
+
+    Args:
+        needs: what stands in the way: ``"data"`` (the paper's data set is not reachable from
+            this project's machines), ``"gpu"`` (too long for a CPU), ``"cpu"`` (fits a CPU:
+            its run is committed under results/, shown when not given to the summary).
+        why: one sentence a reader can check.
+        part: the part of the paper this covers (``--part``); None for the whole paper.
+        data: the data set's short name, for the label ("needs CIFAR-10 and a GPU").
+    """
+
+    needs: tuple[str, ...]
+    why: str
+    part: str | None = None
+    data: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.needs) - set(_NEEDS))
+        if not self.needs or unknown:
+            raise ValueError(f"NotRun.needs must be among {sorted(_NEEDS)}, got {self.needs}")
+
+    @property
+    def label(self) -> str:
+        words = [
+            f"needs {self.data}" if n == "data" and self.data else _NEEDS[n] for n in self.needs
+        ]
+        if len(words) == 2 and words[1] == _NEEDS["gpu"]:
+            return f"{words[0]} and a GPU"
+        return " and ".join(words)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line option that one paper adds to ``paperzoo reproduce`` (GG-NN's ``--fold``).
+
+    The CLI adds every paper's options to ``reproduce``; a value given reaches the run as
+    ``RunContext.options[dest]`` (absent when not given), is recorded in the run's identity
+    (``run.json``) and is repeated for each seed's process and in the resume command. Giving an
+    option of another paper is a usage error.
+
+    Args:
+        flag: the flag, e.g. ``"--folds"``.
+        help: one line for ``--help``.
+        parse: turns the command-line text into the value (raise ``ValueError`` naming the
+            expected form); ``None``: the option is a switch (``True`` when given).
+        unparse: turns the value back into command-line text (default ``str``).
+        exclusive: a group name; options of one group cannot be given together.
+    """
+
+    flag: str
+    help: str
+    parse: Callable[[str], Any] | None = None
+    unparse: Callable[[Any], str] = str
+    exclusive: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The key in ``RunContext.options``: the flag without dashes, ``-`` as ``_``."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def argv(self, value: Any) -> list[str]:
+        """The command-line words that give ``value`` again (for seed processes and resume)."""
+        if self.parse is None:
+            return [self.flag] if value else []
+        return [self.flag, self.unparse(value)]
+
+
 @dataclass(frozen=True)
 class RunContext:
     """Everything about one invocation that is not the experiment's own config."""
@@ -184,8 +256,8 @@ class RunContext:
     dataset: str | None = None
     quiet: bool = False
     command: str | None = None  # the command line, recorded in results.json (not a run's identity)
-    fold: int | None = None  # GG-NN: one fold of the official bAbI files (--fold); None: not given
-    folds: tuple[int, ...] | None = None  # GG-NN: several official folds (--folds)
+    # the paper's own command-line options (``Experiment.options``) that were given, by ``dest``
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     shard: tuple[int, int] | None = None  # (k, n): run only slice k of n of a model grid
     part: str | None = None  # --part: run one part of the paper (``Experiment.parts``); None: all
     # --max-steps: every loop stops after this many steps (paperzoo.engine.budget); None: off
@@ -226,6 +298,14 @@ class RunContext:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path, rel
 
+    def save_figure(self, fig: Any, name: str, *, dpi: int = 100) -> str:
+        """Lay out and save the matplotlib figure ``fig`` as ``figures/NAME`` in ``out_dir``;
+        returns the relative path for ``Outcome.figures``."""
+        fig.tight_layout()
+        path, rel = self.figure_path(name)
+        fig.savefig(path, dpi=dpi)
+        return rel
+
     @property
     def progress(self) -> bool:
         return not self.quiet
@@ -261,6 +341,26 @@ class Experiment(ABC):
     cuda_precision: ClassVar[str] = "fp32"
     # What the time estimate of a --max-steps run leaves out (shown in its report).
     not_estimated: ClassVar[tuple[str, ...]] = ()
+    # Where the paper sits in the summary's tables (ascending; ties by name).
+    order: ClassVar[int] = 1000
+    # Why there is no committed full-scale run (the summary shows these where none is given).
+    full_not_run: ClassVar[tuple[NotRun, ...]] = ()
+    # Command-line options of this paper only (GG-NN's --fold / --folds): ``Option``.
+    options: ClassVar[tuple[Option, ...]] = ()
+    # Files in a run's --out (glob patterns) that a rerun resumes from, besides checkpoints:
+    # records of finished models. A directory holding one is never taken over by another run.
+    resume_state: ClassVar[tuple[str, ...]] = ()
+
+    def check_options(self, ctx: RunContext) -> None:
+        """Raise ``ValueError`` (one line) when ``ctx.options`` cannot run: called before
+        anything is written. Default: nothing to check."""
+        return None
+
+    def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str] | None:
+        """The pieces of a full run's price (``paperzoo.cost.Piece``: what, FLOP each, count)
+        and what the count assumes, for ``cfg`` (the full config) and ``plan`` (its
+        ``plan``); None: not counted."""
+        return None
 
     def config(self, scale: str) -> Any:
         if scale not in SCALES:

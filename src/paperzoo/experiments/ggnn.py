@@ -878,7 +878,7 @@ class GGNNExperiment(Experiment):
     def _require_fold(ctx: RunContext) -> bool:
         """Read only fold K's own directory (not the single-fold layout): with ``--folds`` and
         at full scale, where fold numbers are the paper's folds."""
-        return bool(ctx.folds) or ctx.scale == "full"
+        return bool(ctx.options.get("folds")) or ctx.scale == "full"
 
     @staticmethod
     def _all_tasks(cfg: GGNNConfig) -> list[str]:
@@ -895,10 +895,10 @@ class GGNNExperiment(Experiment):
         if not self._official(ctx):
             return list(range(max(cfg.seeds, cfg.baseline_seeds)))
         assert ctx.data_root is not None
-        if ctx.folds:
-            return list(ctx.folds)
-        if ctx.fold is not None:
-            return [ctx.fold]
+        if ctx.options.get("folds"):
+            return list(ctx.options.get("folds"))
+        if ctx.options.get("fold") is not None:
+            return [ctx.options["fold"]]
         if ctx.scale == "full":
             return babi.official_folds(ctx.data_root, self._all_tasks(cfg)) or [1]
         return [1]
@@ -918,7 +918,11 @@ class GGNNExperiment(Experiment):
         layout) without ``--data-root`` or when it holds no complete fold; with ``--data-root``
         at any scale, refuse when a requested fold is missing. Nothing has been written yet."""
         if self._official(ctx):
-            if ctx.scale == "full" and not ctx.folds and ctx.fold is None:
+            if (
+                ctx.scale == "full"
+                and not ctx.options.get("folds")
+                and ctx.options.get("fold") is None
+            ):
                 layouts.require(babi.FOLDS_LAYOUT, ctx.data_root, ctx.download)  # a whole fold
             cfg = self.config(ctx.scale)
             self._check_folds(self._all_tasks(cfg), self._folds(cfg, ctx), ctx)

@@ -133,8 +133,7 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
         "seed": ctx.seed,
         "dataset": dataset,
         "data_root": str(Path(ctx.data_root).resolve()) if ctx.data_root is not None else None,
-        "fold": ctx.fold,
-        "folds": list(ctx.folds) if ctx.folds else None,
+        "options": {k: list(v) if isinstance(v, tuple) else v for k, v in ctx.options.items()},
         "shard": list(ctx.shard) if ctx.shard else None,
         "config": config_to_dict(cfg),
     }
