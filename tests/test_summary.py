@@ -13,7 +13,6 @@ import pytest
 from paperzoo.experiments.base import ClaimSpec
 from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
 from paperzoo.summary import (
-    FULL_SCALE_NOT_RUN,
     mark_unstable,
     rejudge,
     render_summary_html,
@@ -196,9 +195,11 @@ def test_not_the_papers_setting_does_not_count() -> None:
 def test_papers_without_a_full_run_say_why_and_a_part_replaces_its_entry() -> None:
     html = render_summary_html([_result("resnet")])
     assert "not run: needs CIFAR-10 and a GPU" in html
-    assert "CIFAR-10" in html  # the sentence from FULL_SCALE_NOT_RUN
+    assert "CIFAR-10" in html  # the sentence resnet declares (full_not_run)
     assert "needs a GPU" in render_summary_markdown([_result("draw")], overview_only=True)
-    wrm_parts = {e.part for e in FULL_SCALE_NOT_RUN["wrm"]}
+    from paperzoo.experiments import EXPERIMENTS
+
+    wrm_parts = {e.part for e in EXPERIMENTS.create("wrm").full_not_run}
     assert wrm_parts == {"spheres", "mnist"}
     spheres = _result("wrm", scale="full", seeds=(0,))
     spheres.part = "spheres"  # type: ignore[attr-defined]  # a --part run
@@ -214,7 +215,7 @@ def test_papers_without_a_full_run_say_why_and_a_part_replaces_its_entry() -> No
 def test_every_paper_has_a_full_scale_reason_and_papers_keep_the_readme_order() -> None:
     from paperzoo.experiments import EXPERIMENTS
 
-    assert set(FULL_SCALE_NOT_RUN) == set(EXPERIMENTS.names())
+    assert all(EXPERIMENTS.create(name).full_not_run for name in EXPERIMENTS.names())
     md = render_summary_markdown([_result("gat"), _result("resnet")], overview_only=True)
     rows = [line.split("`")[1] for line in md.splitlines()[2:]]
     assert rows == ["resnet", "gat"]

@@ -6,9 +6,9 @@ renders one page (Markdown on stdout, HTML in ``FILE``) that says, per paper:
 - at each scale that ran, how many of the paper's findings were reproduced, or, for a run that
   does not count as a reproduction, why not (a modified config, a partial run, not the paper's
   setting, one shard of a grid, fewer than 4 seeds, a smoke run);
-- at ``full`` scale where no run was given, why none was made (``FULL_SCALE_NOT_RUN``: the
-  paper's data are not reachable from this project's machines, it needs a GPU, or it is a CPU
-  run not made yet);
+- at ``full`` scale where no run was given, why none was made (each paper's
+  ``Experiment.full_not_run``: its data are not reachable from this project's machines, it needs
+  a GPU, or it is a CPU run not made yet);
 - each finding's paper number, our mean ± std, the target and the verdict at each scale;
 - links, relative to the page, to each run's ``report.md`` and its per-seed figure.
 
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from paperzoo.experiments.base import Experiment, NotRun
 from paperzoo.report import (
     MIN_SEEDS_REPRODUCED,
     ClaimResult,
@@ -51,151 +52,12 @@ from paperzoo.report import (
 )
 
 __all__ = [
-    "FULL_SCALE_NOT_RUN",
-    "NotRun",
-    "PAPER_ORDER",
     "mark_unstable",
     "rejudge",
     "render_summary_html",
     "render_summary_markdown",
     "threads_of",
 ]
-
-# The order of the README's paper table; papers not listed follow in the order given.
-PAPER_ORDER = (
-    "resnet",
-    "ggnn",
-    "wrm",
-    "coordconv",
-    "obfuscated-gradients",
-    "path-sgd",
-    "draw",
-    "perceiver",
-    "disentanglement",
-    "gat",
-)
-
-_NEEDS = {"data": "needs data", "gpu": "needs a GPU", "cpu": "fits a CPU (see its docs)"}
-
-
-@dataclass(frozen=True)
-class NotRun:
-    """Why a paper (or one part of it) has no full-scale run.
-
-    Args:
-        needs: what stands in the way: ``"data"`` (the paper's data set is not reachable from
-            this project's machines), ``"gpu"`` (too long for a CPU), ``"cpu"`` (fits a CPU:
-            its run is committed under results/, shown when not given to the summary).
-        why: one sentence a reader can check.
-        part: the part of the paper this covers (``--part``); None for the whole paper.
-        data: the data set's short name, for the label ("needs CIFAR-10 and a GPU").
-    """
-
-    needs: tuple[str, ...]
-    why: str
-    part: str | None = None
-    data: str | None = None
-
-    @property
-    def label(self) -> str:
-        words = [
-            f"needs {self.data}" if n == "data" and self.data else _NEEDS[n] for n in self.needs
-        ]
-        if len(words) == 2 and words[1] == _NEEDS["gpu"]:
-            return f"{words[0]} and a GPU"
-        return " and ".join(words)
-
-
-# Sources: issue 30 (`--max-steps 3` estimates at one thread; which data are reachable here) and
-# each paper's docs (the data set and budget of its full config). A full run given to the summary
-# replaces the entry of its part (or all entries, for a run of the whole paper).
-FULL_SCALE_NOT_RUN: dict[str, tuple[NotRun, ...]] = {
-    "resnet": (
-        NotRun(
-            ("data", "gpu"),
-            "CIFAR-10, the paper's data set, is not reachable from this project's machines; "
-            "the paper's recipe (64k steps for each depth, plain and residual) is a GPU job.",
-            data="CIFAR-10",
-        ),
-    ),
-    "ggnn": (
-        NotRun(
-            ("cpu",),
-            "the ten official symbolic bAbI folds fit two CPU cores. The whole run at the "
-            "authors' protocol (one run per fold and question type, with the baselines) took "
-            "about 92 CPU-minutes at one thread, as two fold shards of 46 minutes side by side "
-            "(results/ggnn-full; docs/ggnn.md).",
-        ),
-    ),
-    "wrm": (
-        NotRun(
-            ("cpu",),
-            "the 2-D spheres are generated; about 100 s per seed at one thread (committed as "
-            "results/wrm-full-spheres; docs/wrm.md).",
-            part="spheres",
-        ),
-        NotRun(
-            ("gpu",),
-            "adversarial training on the 60,000 MNIST digits: about 28 CPU-hours at one thread "
-            "(issue 30).",
-            part="mnist",
-        ),
-    ),
-    "coordconv": (
-        NotRun(
-            ("cpu",),
-            "Not-so-Clevr is generated; the authors' protocol took 2 h 15 min at two threads "
-            "on an Intel Xeon (committed as results/coordconv-full; docs/coordconv.md).",
-        ),
-    ),
-    "obfuscated-gradients": (
-        NotRun(
-            ("data", "gpu"),
-            "the paper attacks published CIFAR-10 and ImageNet defences; CIFAR-10 is not "
-            "reachable from this project's machines, and its ResNet and 30-draw EOT are GPU jobs.",
-            data="CIFAR-10",
-        ),
-    ),
-    "path-sgd": (
-        NotRun(
-            ("gpu",),
-            "2 x 4,000-unit networks for 100 epochs, step sizes chosen on a grid: issue 30 puts "
-            "the MNIST full runs of WRM, DRAW, Path-SGD and GAT at 28-250 CPU-hours; "
-            "CIFAR-10/100 and SVHN also need their data.",
-        ),
-    ),
-    "draw": (
-        NotRun(
-            ("gpu",),
-            "T = 64 glimpses on the 60,000 binarized MNIST digits: issue 30 puts the MNIST full "
-            "runs of WRM, DRAW, Path-SGD and GAT at 28-250 CPU-hours.",
-        ),
-    ),
-    "perceiver": (
-        NotRun(
-            ("data", "gpu"),
-            "ImageNet (ILSVRC2012) is not reachable from this project's machines; the paper's "
-            "44.9M-parameter model trains for 120 epochs: a multi-GPU job.",
-            data="ImageNet",
-        ),
-    ),
-    "disentanglement": (
-        NotRun(
-            ("data", "gpu"),
-            "dSprites is not reachable from this project's machines; the study trains 180 VAEs "
-            "per data set for 300k steps each, then the WReN models: a GPU job.",
-            data="dSprites",
-        ),
-    ),
-    "gat": (
-        NotRun(
-            ("data", "gpu"),
-            "CIFAR-10 is not reachable from this project's machines; the MNIST experiment "
-            "needs a GPU (issue 30: 28-250 CPU-hours for the MNIST full runs).",
-            data="CIFAR-10",
-        ),
-    ),
-}
 
 _VERDICT_CLASS = {
     "holds": "v-holds",
@@ -472,13 +334,25 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
             for run in twins:
                 run.unstable, run.twin_missing = tuple(unstable.items()), missing
         done = {run.part for run in paper.full}
-        if None in done:  # a full run of the whole paper
+        declared = _declared(paper.name)
+        if None in done or declared is None:  # a full run of the whole paper, or unknown paper
             paper.not_run = ()
         else:
-            entries = FULL_SCALE_NOT_RUN.get(paper.name, ())
+            entries = declared.full_not_run
             paper.not_run = tuple(e for e in entries if e.part is None or e.part not in done)
-    rank = {name: i for i, name in enumerate(PAPER_ORDER)}
-    return sorted(by_name.values(), key=lambda p: rank.get(p.name, len(rank)))
+
+    def rank(p: _Paper) -> tuple[float, str]:
+        declared = _declared(p.name)
+        return (declared.order if declared is not None else float("inf"), p.name)
+
+    return sorted(by_name.values(), key=rank)
+
+
+def _declared(name: str) -> Experiment | None:
+    """The experiment this paperzoo declares under ``name`` (None: not a known paper)."""
+    from paperzoo.experiments import EXPERIMENTS
+
+    return EXPERIMENTS.create(name) if name in EXPERIMENTS else None
 
 
 def _num(v: Any) -> str:

@@ -93,6 +93,7 @@ from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
     Experiment,
+    NotRun,
     Outcome,
     RunContext,
     check_selection_run,
@@ -859,6 +860,19 @@ class PerceiverExperiment(Experiment):
         "eval_batch); the estimate counts what it read",
     )
 
+    order = 7  # position in the summary's tables
+    full_not_run = (
+        NotRun(
+            ("data", "gpu"),
+            "ImageNet (ILSVRC2012) is not reachable from this project's machines; the paper's "
+            "44.9M-parameter model trains for 120 epochs: a multi-GPU job.",
+            data="ImageNet",
+        ),
+    )
+
+    def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+        return _full_cost(cfg, plan)
+
     def dataset_name(self, ctx: RunContext) -> str | None:
         """As ``Experiment.dataset_name``; ImageNet runs only at full scale (the paper's model)."""
         name = super().dataset_name(ctx)
@@ -1331,3 +1345,41 @@ class PerceiverExperiment(Experiment):
         path, rel = ctx.figure_path("attention.png")
         fig.savefig(path, dpi=100)
         return rel
+
+
+def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.cost import Piece, forward, step
+    from paperzoo.experiments.perceiver import (
+        ConvNetWithPositions,
+        PerceiverOnImages,
+        imagenet_perceiver_config,
+    )
+    from paperzoo.models.perceiver import Perceiver
+    from paperzoo.models.registry import MODELS
+
+    s = cfg.image_size
+    pieces = []
+    nets: dict[str, nn.Module] = {}
+    for name, steps in plan:
+        if name.startswith("perceiver"):
+            net: nn.Module = PerceiverOnImages(
+                Perceiver(config=imagenet_perceiver_config(cfg, 1000))
+            )
+        else:
+            pos = nets.get("pos")
+            if pos is None:
+                pos = PerceiverOnImages(Perceiver(config=imagenet_perceiver_config(cfg, 1000))).pos
+                nets["pos"] = pos  # type: ignore[assignment]
+            p = int(pos.shape[1])  # type: ignore[union-attr]
+            convnet = MODELS.create(cfg.resnet, in_chans=3 + p, num_classes=1000)
+            net = ConvNetWithPositions(convnet, torch.zeros(p, s, s), None)
+        f = step(net, (cfg.micro_batch, 3, s, s)) * cfg.batch_size / cfg.micro_batch
+        pieces.append(Piece(f"{name} training", f, steps))
+        per = forward(net, (cfg.micro_batch, 3, s, s)) / cfg.micro_batch
+        pieces.append(Piece(f"{name} evaluation", per, 50_000))
+    return pieces, (
+        f"ImageNet at {s} px, batch {cfg.batch_size} (counted on micro-batches of "
+        f"{cfg.micro_batch}, scaled); evaluation: the 50,000 validation images once per model "
+        "(the permuted check reuses the raster Perceiver); JPEG decoding and augmentation run "
+        "on the CPU and are not counted"
+    )

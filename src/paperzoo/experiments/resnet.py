@@ -56,7 +56,14 @@ from paperzoo.data.splits import validation_split
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.engine.distributed import DistInfo, all_reduce_mean, current
 from paperzoo.engine.trainer import BatchSampler
-from paperzoo.experiments.base import EXPERIMENTS, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.experiments.base import (
+    EXPERIMENTS,
+    ClaimSpec,
+    Experiment,
+    NotRun,
+    Outcome,
+    RunContext,
+)
 from paperzoo.metrics.classification import predict
 from paperzoo.models import create_model
 from paperzoo.models.resnet import CifarResNet
@@ -247,6 +254,19 @@ class ResNetExperiment(Experiment):
     }  # fmt: skip
 
     # -- helpers -----------------------------------------------------------------------------
+    order = 0  # position in the summary's tables
+    full_not_run = (
+        NotRun(
+            ("data", "gpu"),
+            "CIFAR-10, the paper's data set, is not reachable from this project's machines; "
+            "the paper's recipe (64k steps for each depth, plain and residual) is a GPU job.",
+            data="CIFAR-10",
+        ),
+    )
+
+    def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+        return _full_cost(cfg, plan)
+
     @staticmethod
     def model_names(cfg: ResNetConfig) -> tuple[str, ...]:
         """Every net trained at this scale, the claim nets first."""
@@ -613,3 +633,21 @@ def _compile_available(device: str) -> bool:
 
 def _jsonable(cfg: ResNetConfig) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()}
+
+
+def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.cost import Piece, forward, step
+    from paperzoo.models.resnet import CifarResNet
+
+    pieces = []
+    for name, steps in plan:
+        depth = int("".join(c for c in name if c.isdigit()))
+        net = CifarResNet(depth=depth, residual=name.startswith("resnet"), num_classes=10)
+        pieces.append(Piece(f"{name} training", step(net, (cfg.batch_size, 3, 32, 32)), steps))
+        per_image = forward(net, (100, 3, 32, 32)) / 100
+        evals = steps // cfg.eval_every if cfg.eval_every else 0
+        pieces.append(Piece(f"{name} evaluation", per_image, evals * cfg.n_val + 10_000))
+    return pieces, (
+        f"CIFAR-10 nets at batch {cfg.batch_size}; evaluation: {cfg.n_val:,} validation images "
+        f"every {cfg.eval_every:,} steps and the 10,000 test images once per net"
+    )

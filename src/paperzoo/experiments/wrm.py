@@ -93,6 +93,7 @@ from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
     Experiment,
+    NotRun,
     Outcome,
     RunContext,
     train_size,
@@ -453,6 +454,25 @@ class WRMExperiment(Experiment):
         ),
     }  # fmt: skip
 
+    order = 2  # position in the summary's tables
+    full_not_run = (
+        NotRun(
+            ("cpu",),
+            "the 2-D spheres are generated; about 100 s per seed at one thread (committed as "
+            "results/wrm-full-spheres; docs/wrm.md).",
+            part="spheres",
+        ),
+        NotRun(
+            ("gpu",),
+            "adversarial training on the 60,000 MNIST digits: about 28 CPU-hours at one thread "
+            "(issue 30).",
+            part="mnist",
+        ),
+    )
+
+    def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+        return _full_cost(cfg, plan)
+
     def uses_paper_data(self, ctx: RunContext) -> bool:
         """The spheres part reads no files (its data are generated)."""
         return ctx.part != "spheres" and super().uses_paper_data(ctx)
@@ -792,3 +812,30 @@ class WRMExperiment(Experiment):
         path, rel = ctx.figure_path("mnist_pgm_error.png")
         fig.savefig(path, dpi=100)
         return rel
+
+
+def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.cost import Piece, step
+    from paperzoo.experiments.wrm import mnist_net, spheres_net
+
+    sph, mn = spheres_net(), mnist_net(cfg.mnist_width)
+    f_sph = step(sph, (cfg.spheres_batch, 2))
+    f_mn = step(mn, (cfg.mnist_batch, 1, 28, 28))
+    inner = {"wrm": cfg.wrm_steps, "fgm": 1, "erm": 0}
+    adv = {"wrm": cfg.adv_steps, "fgm": 1, "ifgm": cfg.adv_steps, "pgm": cfg.adv_steps, "erm": 0}
+    pieces = []
+    for name, steps in plan:
+        part, method = name.split("-", 1)
+        if part == "spheres":
+            pieces.append(Piece(name, f_sph * (1 + inner[method]), steps))
+        else:
+            pieces.append(Piece(name, f_mn * (1 + adv[method]), steps))
+    per = f_mn / cfg.mnist_batch
+    attacks = len(cfg.attack_budgets) * cfg.attack_steps * cfg.attack_n
+    pieces.append(Piece("PGM attacks on the 5 MNIST nets", per, 5 * attacks))
+    return pieces, (
+        "spheres MLP and MNIST CNN at their batches; an adversarial step counts one forward and "
+        "backward pass per inner iteration; evaluation: the PGM attacks "
+        f"({len(cfg.attack_budgets)} budgets x {cfg.attack_steps} steps x {cfg.attack_n:,} "
+        "digits per net); the spheres' certificate grid is not counted (a 2-4-2-2 MLP)"
+    )
