@@ -25,7 +25,6 @@ from paperzoo.experiments.perceiver import (
     build_models,
     fit_imagenet,
     imagenet_perceiver_config,
-    step_decay,
     translate,
 )
 from paperzoo.experiments.runner import get_experiment, run_experiment
@@ -129,14 +128,6 @@ def test_full_config_is_the_papers_imagenet_experiment() -> None:
         120, 4e-3, (84, 102, 114), 0.1,
     )  # fmt: skip
     assert (cfg.image_size, cfg.resnet) == (224, "resnet50")
-
-
-def test_step_decay_divides_by_ten_at_the_papers_epochs() -> None:
-    mult = step_decay(10, (84, 102, 114), 0.1)  # 10 steps an epoch
-    got = [mult(s) for s in (0, 839, 840, 1019, 1020, 1140, 1199)]
-    assert got == pytest.approx([1.0, 1.0, 0.1, 0.1, 0.01, 0.001, 0.001])
-    warm = step_decay(10, (84,), 0.1, warmup_epochs=5)  # the ResNet's linear warm-up
-    assert warm(0) == pytest.approx(1 / 50) and warm(49) == pytest.approx(1.0) and warm(60) == 1.0
 
 
 def test_full_claims_follow_the_data_set() -> None:

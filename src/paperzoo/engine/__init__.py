@@ -1,6 +1,6 @@
 """The training engine shared by every paper: loop, checkpoints and resume, clean stops on
 SIGINT / SIGTERM (``engine.interrupt``), step budgets with a time estimate (``engine.budget``,
-``--max-steps``), seeding, DDP."""
+``--max-steps``), learning-rate schedules (``engine.schedules``), seeding, DDP."""
 
 from paperzoo.engine.checkpoint import (
     CheckpointError,
@@ -11,6 +11,7 @@ from paperzoo.engine.checkpoint import (
 )
 from paperzoo.engine.distributed import DistInfo, current, init_distributed
 from paperzoo.engine.interrupt import Interrupted
+from paperzoo.engine.schedules import step_decay, warmup_cosine
 from paperzoo.engine.seeding import derive_seed, make_generator, seed_everything, seeded
 from paperzoo.engine.trainer import History, NonFiniteLossError, Stateful, TrainConfig, Trainer
 
@@ -33,4 +34,6 @@ __all__ = [
     "save_weights",
     "seed_everything",
     "seeded",
+    "step_decay",
+    "warmup_cosine",
 ]

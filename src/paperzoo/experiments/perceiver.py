@@ -72,7 +72,6 @@ augmentation. At full scale it runs only when named with ``--dataset`` (the 60,0
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -88,7 +87,7 @@ from torch import Tensor, nn
 from paperzoo.data import load_dataset
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.data.splits import validation_split
-from paperzoo.engine import TrainConfig, Trainer, seeded
+from paperzoo.engine import TrainConfig, Trainer, seeded, step_decay, warmup_cosine
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
@@ -456,19 +455,6 @@ CLAIMS = DIGIT_CLAIMS + IMAGENET_CLAIMS + PARAM_CLAIMS
 DIGIT_SETS = ("mnist5k", "mnist", "fashion-mnist")
 
 
-def lr_schedule(steps: int, warmup: float) -> Callable[[int], float]:
-    """Learning-rate multiplier: linear warm-up over ``warmup * steps`` steps, then cosine decay."""
-    n_warm = max(1, int(round(warmup * steps)))
-
-    def mult(step: int) -> float:
-        if step < n_warm:
-            return (step + 1) / n_warm
-        t = (step - n_warm) / max(1, steps - n_warm)
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, t)))
-
-    return mult
-
-
 def translate(x: Tensor, shift: int, fill: float) -> Tensor:
     """Shift every image by its own random offset of up to ``shift`` pixels per axis.
 
@@ -643,7 +629,7 @@ def fit(
             progress=progress,
             desc=desc,
         ),
-        lr_schedule=lr_schedule(cand.steps, cfg.warmup),
+        lr_schedule=warmup_cosine(cand.steps, cfg.warmup),
         device=device,
         out_dir=out_dir,
     )
@@ -738,26 +724,6 @@ def build_imagenet_models(
             convnet = MODELS.create(cfg.resnet, in_chans=3 + grid.shape[1], num_classes=num_classes)
         out[key] = ConvNetWithPositions(convnet, pos_image.clone(), p)
     return out
-
-
-def step_decay(
-    steps_per_epoch: int,
-    decay_epochs: tuple[int, ...],
-    factor: float,
-    warmup_epochs: float = 0.0,
-) -> Callable[[int], float]:
-    """Learning-rate multiplier: ``factor`` per decay epoch passed (Sec. 4.1: / 10 at 84, 102,
-    114), after an optional linear warm-up over ``warmup_epochs``."""
-    n_warm = warmup_epochs * steps_per_epoch
-
-    def mult(step: int) -> float:
-        epoch = step / steps_per_epoch
-        m = factor ** sum(epoch >= e for e in decay_epochs)
-        if step < n_warm:
-            m *= (step + 1) / n_warm
-        return m
-
-    return mult
 
 
 def lamb_optimizer(model: nn.Module, cfg: PerceiverImageNetConfig) -> torch.optim.Optimizer:
