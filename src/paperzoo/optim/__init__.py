@@ -3,13 +3,13 @@
 from paperzoo.optim.lamb import Lamb, trust_ratio
 from paperzoo.optim.path_sgd import (
     PathSGD,
-    UnsupportedLayerError,
     balanced_init_,
     path_norm,
     path_scaling,
     rescale_units_,
     unbalanced_init_,
 )
+from paperzoo.optim.path_sgd_graph import UnsupportedLayerError
 
 __all__ = [
     "Lamb",

@@ -39,7 +39,7 @@ Implementation notes and deviations:
 * Only plain chains are supported: the model's leaf modules, applied in registration order, must
   compute the model's forward (checked once on a random probe). Residual additions, functional
   activations in ``forward``, normalisation layers and non-ReLU activations are rejected with an
-  error naming the layer.
+  error naming the layer (``paperzoo.optim.path_sgd_graph`` reads the chain).
 """
 
 from __future__ import annotations
@@ -47,156 +47,25 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from paperzoo.optim.path_sgd_graph import (
+    PARAM_LAYERS,
+    PASS_THROUGH,
+    Layer,
+    check_is_chain,
+    default_input_shape,
+    leaf_chain,
+    linear_chain,
+    unit_count,
+    weighted_layers,
+)
+
 log = logging.getLogger(__name__)
-
-_PARAM_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.Conv2d)
-# Identity on the non-negative signals of the |w|^p network (ReLU(x) = x for x >= 0; dropout is
-# off when computing gamma, as in evaluation).
-_PASS_THROUGH: tuple[type[nn.Module], ...] = (
-    nn.ReLU,
-    nn.Dropout,
-    nn.Dropout1d,
-    nn.Dropout2d,
-    nn.Identity,
-)
-# Applied as they are: they commute with positive per-channel scaling.
-_STRUCTURAL: tuple[type[nn.Module], ...] = (
-    nn.Flatten,
-    nn.Unflatten,
-    nn.MaxPool2d,
-    nn.AvgPool2d,
-    nn.AdaptiveAvgPool2d,
-    nn.AdaptiveMaxPool2d,
-)
-_NORMS: tuple[type[nn.Module], ...] = (
-    nn.modules.batchnorm._BatchNorm,
-    nn.GroupNorm,
-    nn.LayerNorm,
-    nn.modules.instancenorm._InstanceNorm,
-    nn.LocalResponseNorm,
-)
-_NON_RELU: tuple[type[nn.Module], ...] = (
-    nn.ELU,
-    nn.SELU,
-    nn.CELU,
-    nn.GELU,
-    nn.SiLU,
-    nn.Mish,
-    nn.Tanh,
-    nn.Sigmoid,
-    nn.Softplus,
-    nn.LeakyReLU,
-    nn.PReLU,
-    nn.RReLU,
-    nn.ReLU6,
-    nn.Hardtanh,
-    nn.Hardswish,
-    nn.Hardsigmoid,
-    nn.Softmax,
-    nn.LogSoftmax,
-)
-
-
-class UnsupportedLayerError(TypeError):
-    """The network contains a layer Path-SGD cannot handle; the message names it."""
-
-
-@dataclass(frozen=True)
-class _Layer:
-    name: str  # qualified module name in the model ("" for the model itself)
-    module: nn.Module
-
-
-def _display(name: str, module: nn.Module) -> str:
-    return f"'{name}' ({type(module).__name__})" if name else f"({type(module).__name__})"
-
-
-def _chain(model: nn.Module) -> list[_Layer]:
-    """The leaf modules of ``model`` in registration order, each checked to be supported."""
-    leaves = [
-        _Layer(name, m) for name, m in model.named_modules() if next(m.children(), None) is None
-    ]
-    for layer in leaves:
-        m, where = layer.module, _display(layer.name, layer.module)
-        if isinstance(m, _PARAM_LAYERS + _PASS_THROUGH + _STRUCTURAL):
-            if isinstance(m, nn.Conv2d) and m.padding_mode != "zeros":
-                raise UnsupportedLayerError(
-                    f"Path-SGD: layer {where} uses padding_mode={m.padding_mode!r}; "
-                    "only zero padding is supported"
-                )
-            continue
-        if isinstance(m, _NORMS):
-            raise UnsupportedLayerError(
-                f"Path-SGD: layer {where} is a normalisation layer; path-normalisation is defined "
-                "for plain ReLU networks of Linear/Conv2d layers (remove the normalisation)"
-            )
-        if isinstance(m, _NON_RELU):
-            raise UnsupportedLayerError(
-                f"Path-SGD: layer {where} is not a ReLU; the rescaling invariance Path-SGD relies "
-                "on needs positively homogeneous ReLU activations"
-            )
-        raise UnsupportedLayerError(
-            f"Path-SGD: layer {where} is not supported; supported layers are Linear, Conv2d, ReLU, "
-            "Dropout, Identity, Flatten and 2-D max/average pooling in a plain feed-forward chain"
-        )
-    if not any(isinstance(layer.module, _PARAM_LAYERS) for layer in leaves):
-        raise UnsupportedLayerError("Path-SGD: the model has no Linear or Conv2d layer")
-    own = {id(p) for layer in leaves for p in layer.module.parameters(recurse=False)}
-    stray = [n for n, p in model.named_parameters() if id(p) not in own]
-    if stray:
-        raise UnsupportedLayerError(
-            f"Path-SGD: parameters {stray} do not belong to a Linear or Conv2d layer"
-        )
-    return leaves
-
-
-def _run_chain(chain: Sequence[_Layer], x: Tensor) -> Tensor:
-    for layer in chain:
-        x = layer.module(x)
-    return x
-
-
-def _default_input_shape(chain: Sequence[_Layer]) -> tuple[int, ...] | None:
-    """(in_features,) when the first weighted layer is a Linear preceded only by shape-free ops."""
-    for layer in chain:
-        m = layer.module
-        if isinstance(m, nn.Linear):
-            return (m.in_features,)
-        if not isinstance(m, _PASS_THROUGH + (nn.Flatten,)):
-            return None
-    return None
-
-
-def _check_is_chain(model: nn.Module, chain: Sequence[_Layer], input_shape: Sequence[int]) -> None:
-    """Raise if ``model``'s forward differs from applying its leaves in order (e.g. residuals)."""
-    p = next(model.parameters())
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand((2, *input_shape), generator=g).to(device=p.device, dtype=p.dtype)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            ref = model(x)
-            got = _run_chain(chain, x)
-    finally:
-        model.train(was_training)
-    if (
-        not isinstance(ref, Tensor)
-        or ref.shape != got.shape
-        or not torch.allclose(ref, got, rtol=1e-4, atol=1e-5 * float(ref.abs().max()) + 1e-12)
-    ):
-        raise UnsupportedLayerError(
-            f"Path-SGD: {type(model).__name__}.forward is not the plain chain of its layers "
-            f"({', '.join(_display(c.name, c.module) for c in chain)}); residual connections, "
-            "functional activations or reused layers are not supported"
-        )
 
 
 def _powered(t: Tensor, p: float) -> Tensor:
@@ -255,7 +124,7 @@ class _PoweredLinear(torch.autograd.Function):
 
 
 def _path_forward(
-    chain: Sequence[_Layer], input_shape: Sequence[int], p: float, *, bias: bool, track: bool
+    chain: Sequence[Layer], input_shape: Sequence[int], p: float, *, bias: bool, track: bool
 ) -> tuple[Tensor, list[tuple[nn.Module, Tensor, Tensor]]]:
     """Feed a single all-ones example through the network with weights |w|^p.
 
@@ -266,15 +135,15 @@ def _path_forward(
         layer's input and z its output in the |w|^p network; with ``track`` the graph from the
         first layer's output onwards is kept so that d sum(out) / dz gives gamma_out.
     """
-    first = next(c.module for c in chain if isinstance(c.module, _PARAM_LAYERS))
+    first = next(c.module for c in chain if isinstance(c.module, PARAM_LAYERS))
     w = first.weight
     x = torch.ones((1, *input_shape), device=w.device, dtype=w.dtype)
     records: list[tuple[nn.Module, Tensor, Tensor]] = []
     for layer in chain:
         m = layer.module
-        if isinstance(m, _PASS_THROUGH):
+        if isinstance(m, PASS_THROUGH):
             continue
-        if not isinstance(m, _PARAM_LAYERS):
+        if not isinstance(m, PARAM_LAYERS):
             x = m(x)
             continue
         bp = _powered(m.bias, p) if (bias and m.bias is not None) else None
@@ -313,7 +182,7 @@ def _layer_gammas(m: nn.Module, gin: Tensor, gout: Tensor) -> tuple[Tensor, Tens
 
 
 def _gamma_factors(
-    chain: Sequence[_Layer], input_shape: Sequence[int], p: float
+    chain: Sequence[Layer], input_shape: Sequence[int], p: float
 ) -> list[tuple[nn.Module, Tensor, Tensor]]:
     """(module, gamma_in, gamma_out) of every weighted layer (before the 2/p power)."""
     with torch.enable_grad():
@@ -324,9 +193,9 @@ def _gamma_factors(
 
 
 def _resolve_input_shape(
-    model: nn.Module, chain: Sequence[_Layer], input_shape: Sequence[int] | None
+    model: nn.Module, chain: Sequence[Layer], input_shape: Sequence[int] | None
 ) -> tuple[int, ...]:
-    shape = tuple(input_shape) if input_shape is not None else _default_input_shape(chain)
+    shape = tuple(input_shape) if input_shape is not None else default_input_shape(chain)
     if shape is None:
         raise ValueError(
             f"the input shape of {type(model).__name__} cannot be inferred (its first weighted "
@@ -349,7 +218,7 @@ def path_scaling(
     Returns:
         parameter name -> tensor of the parameter's shape (biases: gamma_out alone).
     """
-    chain = _chain(model)
+    chain = leaf_chain(model)
     shape = _resolve_input_shape(model, chain, input_shape)
     names = {id(prm): n for n, prm in model.named_parameters()}
     result: dict[str, Tensor] = {}
@@ -381,7 +250,7 @@ def path_norm(
     """
     if not p > 0:
         raise ValueError(f"p must be positive, got {p}")
-    chain = _chain(model)
+    chain = leaf_chain(model)
     shape = _resolve_input_shape(model, chain, input_shape)
     out, _ = _path_forward(chain, shape, p, bias=bias, track=False)
     return float(out.sum()) ** (1.0 / p)
@@ -439,7 +308,7 @@ class PathSGD(torch.optim.Optimizer):
             raise ValueError("momentum and weight_decay must be non-negative")
         super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
         self._model = model
-        self._chain = _chain(model)
+        self._chain = leaf_chain(model)
         self._p = float(p)
         self._eps = eps
         owners = {id(q) for c in self._chain for q in c.module.parameters(recurse=False)}
@@ -453,7 +322,7 @@ class PathSGD(torch.optim.Optimizer):
         # cost page faults comparable to the arithmetic).
         self._scratch_bufs: dict[tuple[int, torch.dtype, torch.device], Tensor] = {}
         self._hook: Any = None
-        shape = tuple(input_shape) if input_shape is not None else _default_input_shape(self._chain)
+        shape = tuple(input_shape) if input_shape is not None else default_input_shape(self._chain)
         if shape is not None:
             self._set_input_shape(shape)
         else:
@@ -477,7 +346,7 @@ class PathSGD(torch.optim.Optimizer):
                 "or pass input_shape=(C, H, W)"
             )
         if not self._verified:
-            _check_is_chain(self._model, self._chain, self._input_shape)
+            check_is_chain(self._model, self._chain, self._input_shape)
             self._verified = True
         return self._input_shape
 
@@ -508,7 +377,7 @@ class PathSGD(torch.optim.Optimizer):
                 loss = closure()
         shape = self._ensure_ready()
         groups = {id(q): g for g in self.param_groups for q in g["params"]}
-        linears = _linear_chain(self._chain, shape)
+        linears = linear_chain(self._chain, shape)
         if linears is not None:
             self._step_linear_chain(linears, groups)
         else:
@@ -715,35 +584,7 @@ class PathSGD(torch.optim.Optimizer):
         qr.add_(br, alpha=-lr)
 
 
-def _linear_chain(chain: Sequence[_Layer], input_shape: Sequence[int]) -> list[nn.Linear] | None:
-    """The Linear layers if the chain is an MLP on vectors (Linear, ReLU, dropout, Flatten)."""
-    linears: list[nn.Linear] = []
-    flattened = len(input_shape) == 1
-    for c in chain:
-        m = c.module
-        if isinstance(m, nn.Linear):
-            if not flattened:
-                return None
-            linears.append(m)
-        elif isinstance(m, nn.Flatten):
-            flattened = flattened or not linears
-        elif not isinstance(m, _PASS_THROUGH):
-            return None
-    if not linears or math.prod(input_shape) != linears[0].in_features:
-        return None
-    return linears
-
-
 # -- initialisation ---------------------------------------------------------------------------
-
-
-def _weighted_layers(model: nn.Module) -> list[nn.Module]:
-    """The Linear/Conv2d layers of a supported chain, in order."""
-    return [c.module for c in _chain(model) if isinstance(c.module, _PARAM_LAYERS)]
-
-
-def _units(m: nn.Module) -> int:
-    return m.out_features if isinstance(m, nn.Linear) else m.out_channels  # type: ignore[return-value]
 
 
 @torch.no_grad()
@@ -757,11 +598,11 @@ def rescale_units_(model: nn.Module, layer: int, scale: Tensor) -> None:
         layer: index of a hidden weighted layer (0-based, not the last one).
         scale: (units,) positive factors; units are a Linear's outputs or a Conv2d's channels.
     """
-    layers = _weighted_layers(model)
+    layers = weighted_layers(model)
     if not 0 <= layer < len(layers) - 1:
         raise ValueError(f"layer must index a hidden weighted layer in [0, {len(layers) - 1})")
     m, nxt = layers[layer], layers[layer + 1]
-    units = _units(m)
+    units = unit_count(m)
     if scale.shape != (units,) or not bool((scale > 0).all()):
         raise ValueError(f"scale must be ({units},) positive factors, got {tuple(scale.shape)}")
     if isinstance(nxt, nn.Conv2d) and nxt.groups != 1:
@@ -783,7 +624,7 @@ def rescale_units_(model: nn.Module, layer: int, scale: Tensor) -> None:
 @torch.no_grad()
 def balanced_init_(model: nn.Module, *, generator: torch.Generator | None = None) -> None:
     """Weights ~ N(0, 1/fan_in), biases 0 (every unit's incoming weights have similar norms)."""
-    for m in _weighted_layers(model):
+    for m in weighted_layers(model):
         fan_in = m.weight[0].numel()
         w = torch.randn(m.weight.shape, generator=generator) / fan_in**0.5
         m.weight.copy_(w)
@@ -828,8 +669,8 @@ def unbalanced_init_(
     """
     if not base > 0 or not sigma >= 0:
         raise ValueError(f"need base > 0 and sigma >= 0, got base={base}, sigma={sigma}")
-    layers = _weighted_layers(model)
-    sizes = [_units(m) for m in layers[:-1]]
+    layers = weighted_layers(model)
+    sizes = [unit_count(m) for m in layers[:-1]]
     if draws_per_layer is None:
         counts = [units // 4 for units in sizes]
     elif isinstance(draws_per_layer, int):
@@ -854,7 +695,6 @@ def unbalanced_init_(
 
 __all__ = [
     "PathSGD",
-    "UnsupportedLayerError",
     "balanced_init_",
     "path_norm",
     "path_scaling",
