@@ -11,7 +11,7 @@ from paperzoo.engine.checkpoint import (
 )
 from paperzoo.engine.distributed import DistInfo, current, init_distributed
 from paperzoo.engine.interrupt import Interrupted
-from paperzoo.engine.schedules import step_decay, warmup_cosine
+from paperzoo.engine.schedules import cosine, step_decay, warmup_cosine
 from paperzoo.engine.seeding import derive_seed, make_generator, seed_everything, seeded
 from paperzoo.engine.trainer import History, NonFiniteLossError, Stateful, TrainConfig, Trainer
 
@@ -24,6 +24,7 @@ __all__ = [
     "Stateful",
     "TrainConfig",
     "Trainer",
+    "cosine",
     "current",
     "derive_seed",
     "init_distributed",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-__all__ = ["step_decay", "warmup_cosine"]
+__all__ = ["cosine", "step_decay", "warmup_cosine"]
 
 
 def warmup_cosine(steps: int, warmup: float) -> Callable[[int], float]:
@@ -62,3 +62,9 @@ def step_decay(
         return m
 
     return mult
+
+
+def cosine(steps: int) -> Callable[[int], float]:
+    """Cosine decay from 1 to 0 over ``steps``: ``step -> 0.5 * (1 + cos(pi * step / steps))``
+    (no warm-up; CoordConv's schedule)."""
+    return lambda step: 0.5 * (1.0 + math.cos(math.pi * step / steps))
