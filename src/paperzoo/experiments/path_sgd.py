@@ -406,6 +406,7 @@ class PathSGDExperiment(Experiment):
     plan_upper_bound = True  # a step size that diverges stops its run
 
     order = 5  # position in the summary's tables
+    resume_state = ("runs/*/curves.json",)  # finished runs' records: a rerun loads them
     full_not_run = (
         NotRun(
             ("gpu",),
