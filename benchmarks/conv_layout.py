@@ -94,11 +94,11 @@ from paperzoo.adversarial.defenses.thermometer import ThermometerEncoding
 from paperzoo.adversarial.gat import GenerativeAdversarialTrainer, PerturbationGenerator
 from paperzoo.adversarial.training import adversarial_loss_fn, make_optimizer
 from paperzoo.data.not_so_clevr import CANVAS, onehot_images, scale_coords, square_images
+from paperzoo.data.transforms import translate
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.trainer import _to_device
 from paperzoo.experiments import EXPERIMENTS
-from paperzoo.experiments.coordconv import _accumulating_step
-from paperzoo.experiments.perceiver import translate
+from paperzoo.experiments.coordconv.training import _accumulating_step
 from paperzoo.experiments.wrm import MNIST_CLIP, make_trainer_attack, mnist_net
 from paperzoo.models.coordconv import (
     ConvRegressor,
@@ -410,7 +410,7 @@ def _perceiver_convnet(scale: str) -> Callable[[int | None], Workload]:
             model = CifarResNet(depth=cfg.resnet_depth, base_width=cfg.resnet_width, in_chans=1)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
-        def loss_fn(m: nn.Module, b: Batch) -> Tensor:  # experiments/perceiver.py, fit
+        def loss_fn(m: nn.Module, b: Batch) -> Tensor:  # experiments/perceiver/training.py, fit
             xb = translate(b[0], cfg.translate, 0.0)
             return F.cross_entropy(m(xb), b[1], label_smoothing=cfg.label_smoothing)
 

@@ -16,19 +16,20 @@ from torch import nn
 
 from paperzoo.cli import main
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.perceiver import (
-    CONFIGS,
-    ConvNetWithPositions,
-    PerceiverImageNetConfig,
-    PerceiverOnImages,
+from paperzoo.experiments.perceiver import CONFIGS, PerceiverImageNetConfig
+from paperzoo.experiments.perceiver.training import (
     build_imagenet_models,
     build_models,
     fit_imagenet,
     imagenet_perceiver_config,
-    translate,
 )
 from paperzoo.experiments.runner import get_experiment, run_experiment
-from paperzoo.models.perceiver import IMAGENET, Perceiver
+from paperzoo.models.perceiver import (
+    IMAGENET,
+    ConvNetWithPositions,
+    Perceiver,
+    PerceiverOnImages,
+)
 from paperzoo.utils import count_params
 
 
@@ -46,21 +47,6 @@ def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
     for fig in data["figures"]:
         assert (smoke_ctx.out_dir / fig).stat().st_size > 0
     assert {"accuracy", "attention"} <= {Path(f).stem for f in data["figures"]}
-
-
-def test_translate_shifts_each_image_within_bounds() -> None:
-    torch.manual_seed(0)
-    x = torch.zeros(64, 1, 6, 6)
-    x[:, 0, 2, 3] = 1.0  # one lit pixel, away from the border
-    out = translate(x, 1, fill=-0.5)
-    assert out.shape == x.shape
-    lit = (out == 1.0).nonzero()[:, 2:]  # (64, 2) row, column of the lit pixel
-    assert len(lit) == 64
-    assert ((lit[:, 0] - 2).abs() <= 1).all() and ((lit[:, 1] - 3).abs() <= 1).all()
-    assert len({tuple(t.tolist()) for t in lit}) > 1  # offsets differ between images
-    # Uncovered border pixels take the fill value; shift 0 is the identity.
-    assert set(out.unique().tolist()) <= {-0.5, 0.0, 1.0}
-    assert torch.equal(translate(x, 0, fill=-0.5), x)
 
 
 def test_models_share_initialisation_and_see_their_pixel_order() -> None:

@@ -1,4 +1,5 @@
-"""Perceiver: permutation invariance, weight sharing, parameter counts, input modalities."""
+"""Perceiver: permutation invariance, weight sharing, parameter counts, input modalities, the
+image wrappers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import torch
 
 from paperzoo import create_model
 from paperzoo.engine import seeded
-from paperzoo.models.perceiver import IMAGENET, MNIST_SMALL, Perceiver, PerceiverConfig
+from paperzoo.models.perceiver import (
+    IMAGENET,
+    MNIST_SMALL,
+    ConvNetWithPositions,
+    Perceiver,
+    PerceiverConfig,
+    PerceiverOnImages,
+    PerceiverWithPositions,
+)
 from paperzoo.nn.attention import Attention, CrossAttentionBlock, FeedForward
 from paperzoo.utils import count_params
 
@@ -288,3 +297,27 @@ def test_registry_and_bad_inputs() -> None:
         PerceiverConfig(position="sinusoid")
     with pytest.raises(ValueError, match="position rows"):
         m(torch.rand(2, 10, 1))
+
+
+def test_image_wrappers_move_positions_with_the_pixels() -> None:
+    model = tiny(input_channels=2)
+    perm = torch.randperm(30, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(3, 2, 6, 5)  # (B, C, H, W)
+    raster, permuted = PerceiverOnImages(model), PerceiverOnImages(model, perm)
+    pos = model.position_features()
+    assert torch.equal(raster.pos, pos) and torch.equal(permuted.pos, pos[perm])
+    with torch.no_grad():
+        a, b = raster(x), permuted(x)
+        xs = x.flatten(2).transpose(1, 2)  # (B, H * W, C), raster order
+        c = PerceiverWithPositions(model, pos[perm])(xs[:, perm])
+        d = PerceiverWithPositions(model, None)(xs)
+    assert torch.allclose(a, b, atol=1e-5) and torch.allclose(b, c, atol=1e-6)
+    assert torch.allclose(a, d, atol=1e-6)
+    assert "pos" not in raster.state_dict() and "perm" not in permuted.state_dict()  # not saved
+    # The ConvNet's input: image channels + position channels, every channel's pixels permuted.
+    pos_image = pos.T.reshape(-1, 6, 5)  # (P, H, W)
+    ff = ConvNetWithPositions(torch.nn.Identity(), pos_image, perm)
+    out = ff(x)
+    full = torch.cat([x, pos_image.expand(3, -1, -1, -1)], 1)
+    assert out.shape == (3, 2 + pos.shape[1], 6, 5)
+    assert torch.equal(out.flatten(2), full.flatten(2)[:, :, perm])

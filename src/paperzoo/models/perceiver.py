@@ -20,6 +20,11 @@ coordinates (``position="fourier"``), a learned embedding per input index (``"le
 none; callers may pass their own coordinates (``coords=``, e.g. xyz of a point cloud) or position
 features (``pos=``, e.g. jointly permuted with the inputs).
 
+Image wrappers: ``PerceiverOnImages`` (image batches as pixel sets, optionally under a fixed
+permutation that moves the position features with the pixels), ``PerceiverWithPositions`` (a
+Perceiver with fixed position features) and ``ConvNetWithPositions`` (a ConvNet fed the same
+Fourier features as image channels, "ResNet-50 (FF)").
+
 Initialisation as in the official code: latent array (and learned positions) truncated normal with
 std 0.02, linear layers variance scaling (``paperzoo.nn.attention.variance_scaling_``).
 Deviation from the paper: a LayerNorm before the classifier (standard for pre-LN stacks; 2D
@@ -31,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import torch
+from einops import rearrange
 from torch import Tensor, nn
 
 from paperzoo.models.registry import MODELS
@@ -262,6 +268,79 @@ class Perceiver(nn.Module):
         inputs = self.byte_array(x, coords=coords, pos=pos)
         z = self.latents.expand(inputs.shape[0], -1, -1)
         return self.cross_attends[0].attention_weights(z, inputs)  # type: ignore[operator]
+
+
+# -- the Perceiver on images, with position features moved with the pixels ----------------------
+
+
+class PerceiverWithPositions(nn.Module):
+    """A Perceiver fed fixed position features ``pos`` instead of its own (e.g. permuted with the
+    pixels, or left in raster order while the pixels are permuted); None: its own.
+
+    Shapes:
+        x: (B, M, C) -> logits (B, num_classes); ``pos``: (M, P)
+    """
+
+    def __init__(self, model: Perceiver, pos: Tensor | None) -> None:
+        super().__init__()
+        self.model = model
+        self.pos: Tensor | None
+        self.register_buffer("pos", pos, persistent=False)  # moves with .to(device), not saved
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.model(x, pos=self.pos)
+
+
+class PerceiverOnImages(nn.Module):
+    """A Perceiver fed image batches: pixels as a set in raster order, or under ``perm``, with
+    the Fourier position features built for the raster grid and permuted with the pixels (the
+    paper permutes "after position features are generated", Sec. 4.1).
+
+    Shapes:
+        x: (B, C, H, W) -> logits (B, num_classes)
+    """
+
+    def __init__(self, model: Perceiver, perm: Tensor | None = None) -> None:
+        super().__init__()
+        self.model = model
+        with torch.no_grad():
+            pos = model.position_features()  # (H * W, P), raster order
+        assert pos is not None
+        self.pos: Tensor
+        self.perm: Tensor | None
+        self.register_buffer("pos", pos if perm is None else pos[perm], persistent=False)
+        self.register_buffer("perm", perm, persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        xs = rearrange(x, "b c h w -> b (h w) c")  # (B, H * W, C), raster order
+        if self.perm is not None:
+            xs = xs[:, self.perm]  # input j is raster pixel perm[j], with its position row
+        return self.model(xs, pos=self.pos)
+
+
+class ConvNetWithPositions(nn.Module):
+    """ "ResNet-50 (FF)" (Tab. 1-2): the image's channels concatenated with the same Fourier
+    position features as extra image channels, then (optionally) every channel's pixels permuted
+    by ``perm``, so the positions travel with the pixels as they do for the Perceiver.
+
+    Shapes:
+        x: (B, C, H, W) -> logits (B, num_classes); ``pos``: (P, H, W)
+    """
+
+    def __init__(self, convnet: nn.Module, pos: Tensor, perm: Tensor | None = None) -> None:
+        super().__init__()
+        self.convnet = convnet
+        self.pos: Tensor
+        self.perm: Tensor | None
+        self.register_buffer("pos", pos, persistent=False)
+        self.register_buffer("perm", perm, persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b = x.shape[0]
+        x = torch.cat([x, self.pos.expand(b, -1, -1, -1).to(x.dtype)], dim=1)  # (B, C + P, H, W)
+        if self.perm is not None:
+            x = x.flatten(2)[:, :, self.perm].reshape(x.shape)  # pixels shuffled, channels kept
+        return self.convnet(x)
 
 
 # The ImageNet model (Sec. 4.1 / Appendix): 224x224 RGB pixels with 64-band Fourier features
