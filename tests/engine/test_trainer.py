@@ -146,3 +146,40 @@ def test_progress_off_a_terminal_is_logged_lines(caplog):
         caplog.clear()
         Trainer(m, opt, _loss, config=_cfg(5)).fit(_data())  # progress=False: silent
     assert not caplog.records
+
+
+def test_a_local_model_under_torchrun_trains_alone_and_every_rank_writes(tmp_path, monkeypatch):
+    from paperzoo.engine import trainer as trainer_module
+
+    data = _data()
+    m_one, opt_one = _model_and_opt()
+    Trainer(m_one, opt_one, _loss, config=_cfg(9)).fit(data)  # one process: the reference
+    # Rank 1 of 2 (no process group is needed: a local model never talks to the other ranks).
+    monkeypatch.setattr(trainer_module, "current", lambda: DistInfo(rank=1, world_size=2))
+    sizes = []
+
+    def loss(model, batch):
+        sizes.append(len(batch[0]))
+        return _loss(model, batch)
+
+    m, opt = _model_and_opt()
+    t = Trainer(m, opt, loss, config=_cfg(9), out_dir=tmp_path / "local", local=True)
+    assert t._train_model is m and not t.dist.enabled  # no DDP wrapper
+    t.fit(data)
+    assert set(sizes) == {16}  # the whole batch, not this rank's half
+    assert (tmp_path / "local" / "metrics.jsonl").exists()  # rank 1 logs and checkpoints
+    assert (tmp_path / "local" / "checkpoints" / "latest.json").exists()
+    for a, b in zip(m.parameters(), m_one.parameters(), strict=True):
+        assert torch.equal(a, b)  # the single process's trajectory
+    # The control: a shared model on rank 1 of 2 takes half of each batch and writes nothing.
+    sizes.clear()
+
+    def manual(model, batch):
+        sizes.append(len(batch[0]))
+        return {"loss": torch.tensor(0.0)}
+
+    frozen = nn.Linear(5, 2).requires_grad_(False)  # no trainable weights: no DDP wrapper
+    shared = Trainer(frozen, None, manual, config=_cfg(2), out_dir=tmp_path / "shared", manual=True)
+    assert shared.dist.enabled
+    shared.fit(data)
+    assert set(sizes) == {8} and not (tmp_path / "shared").exists()

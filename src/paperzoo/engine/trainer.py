@@ -5,7 +5,9 @@ checkpoint continues the exact same trajectory), the optimisation step, learning
 pure functions of the step, NaN/inf detection, metric averaging and JSONL logging (TensorBoard too
 when installed), progress bars, periodic atomic checkpoints (every ``checkpoint_every`` steps
 and every ``checkpoint_seconds`` of wall time), clean stops on SIGINT / SIGTERM
-(``engine.interrupt``), and DistributedDataParallel when the process was launched by ``torchrun``.
+(``engine.interrupt``), and DistributedDataParallel when the process was launched by ``torchrun``
+(unless ``local=True``: a model of this process alone, e.g. one item of a grid that the ranks
+share out).
 
 Resuming (``fit(resume=True)``) continues exactly where the newest checkpoint left off: weights,
 optimizer states, the global RNG, the state of ``extra`` generators and stateful objects, and the
@@ -220,6 +222,9 @@ class Trainer:
             ``Stateful`` objects (e.g. an ``eval_fn`` that keeps the best parameters).
         manual: ``loss_fn`` performs its own parameter updates.
         device: where batches and the model live.
+        local: the model belongs to this process alone (under torchrun each rank trains its own
+            models, e.g. its items of a grid): no DDP wrapper, every batch whole on this process
+            (not split across ranks), and every rank logs and checkpoints into its ``out_dir``.
     """
 
     def __init__(
@@ -235,12 +240,15 @@ class Trainer:
         extra: dict[str, Extra] | None = None,
         manual: bool = False,
         device: str | torch.device = "cpu",
+        local: bool = False,
     ) -> None:
         if optimizer is None and not manual:
             raise ValueError("an optimizer is required unless manual=True")
         self.config = config
         self.device = torch.device(device)
-        self.dist = current()
+        self.local = local
+        # A local model sees a process group of one: no DDP, whole batches, this rank writes.
+        self.dist = DistInfo() if local else current()
         self.model = model.to(self.device)
         if config.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
