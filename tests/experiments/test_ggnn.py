@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -14,31 +16,49 @@ from torch import nn
 from paperzoo.cli import main
 from paperzoo.data import babi, layouts
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.ggnn import (
+from paperzoo.experiments.ggnn import GGNNExperiment
+from paperzoo.experiments.ggnn.config import (
     _CLAIM_ID,
     BASELINE,
     DEVIATIONS,
     FULL_GAPS,
     GAP_TOLERANCE,
     OFFICIAL,
-    GGNNExperiment,
     _baseline_train,
     _baseline_updates,
-    _BestKeeper,
-    _EarliestKeeper,
-    _EpochBatches,
     _fold_key,
     _gap_claim_id,
-    _GraphBank,
     _seed_key,
+    task_setting,
+)
+from paperzoo.experiments.ggnn.training import (
+    _EarliestKeeper,
+    _EpochBatches,
+    _GraphBank,
     _split_train,
     best_of_batched_restarts,
     best_of_restart_waves,
-    best_of_restarts,
     graph_eval,
+    run_baselines,
     sequence_eval,
+    train_restarts,
 )
 from paperzoo.experiments.runner import run_experiment
+
+
+def _reference() -> ModuleType:
+    """tests/experiments/ggnn_reference.py: the runs trained alone, the sequential restart rule."""
+    path = Path(__file__).with_name("ggnn_reference.py")
+    spec = importlib.util.spec_from_file_location("ggnn_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_ref = _reference()
+BestKeeper, best_of_restarts = _ref.BestKeeper, _ref.best_of_restarts
+train_attempt, baseline_alone = _ref.train_attempt, _ref.baseline_alone
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "babi"
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "babi_symbolic_sample"
@@ -176,7 +196,7 @@ def test_quick_and_full_settings_depart_from_the_authors_only_where_documented()
     assert quick.restarts == 16 and quick.overrides == DEVIATIONS
     assert quick.fold_seeds and quick.ties_by_loss and not quick.baseline_train_by_task
     for name in OFFICIAL:
-        s = exp._setting(name, quick)
+        s = task_setting(name, quick)
         if name == "eulerian":  # the step size, nothing else
             assert s.lr == 0.01 and OFFICIAL[name].lr == 0.001
             assert dataclasses.replace(s, lr=OFFICIAL[name].lr) == OFFICIAL[name]
@@ -187,8 +207,8 @@ def test_quick_and_full_settings_depart_from_the_authors_only_where_documented()
     # task 4's baselines on 250 graphs.
     full = exp.config("full")
     assert (full.restarts, full.restart_batch) == (1, 1)
-    assert all(exp._setting(name, full) == OFFICIAL[name] for name in OFFICIAL)
-    assert exp._setting("eulerian", full).lr == 0.001
+    assert all(task_setting(name, full) == OFFICIAL[name] for name in OFFICIAL)
+    assert task_setting("eulerian", full).lr == 0.001
     assert not full.fold_seeds and not full.ties_by_loss
     assert _baseline_train(full, "babi4") == 250 and _baseline_train(full, "babi15") == 950
     # The baselines: the authors' budgets at full scale, 1,000 updates at quick.
@@ -203,7 +223,7 @@ def test_authors_checkpoint_rule_keeps_the_earliest_of_equally_accurate() -> Non
     quick rule breaks accuracy ties by the validation loss."""
     scores = iter([(0.5, 0.9), (1.0, 0.4), (1.0, 0.1), (0.9, 0.0)])  # (accuracy, loss) per check
     lin = nn.Linear(1, 1)
-    authors = _BestKeeper(lambda m: next(scores), ties_by_loss=False)
+    authors = BestKeeper(lambda m: next(scores), ties_by_loss=False)
     seen = []
     for _ in range(4):
         with torch.no_grad():
@@ -211,7 +231,7 @@ def test_authors_checkpoint_rule_keeps_the_earliest_of_equally_accurate() -> Non
         seen.append(authors(lin))
     assert authors.best == (1.0, -0.4) and float(authors.state["bias"]) == 1.0  # the earliest
     scores = iter([(0.5, 0.9), (1.0, 0.4), (1.0, 0.1), (0.9, 0.0)])
-    ours = _BestKeeper(lambda m: next(scores))
+    ours = BestKeeper(lambda m: next(scores))
     for i in range(4):
         with torch.no_grad():
             lin.bias.fill_(i)
@@ -244,14 +264,14 @@ def test_authors_seed_handling_gives_every_fold_the_same_weights_and_split(tmp_p
     weights = []
     for fold in (1, 2):
         key = (f"fold{fold}", "q1")
-        runs = exp._train_restarts("babi15", task, cfg, ctx, tr, [], key, range(1))
+        runs = train_restarts("babi15", task, cfg, ctx, tr, [], key, range(1))
         weights.append(runs[0][0].state_dict())
     for name, w in weights[0].items():
         torch.testing.assert_close(w, weights[1][name], rtol=0, atol=0)
     cfg_q = dataclasses.replace(cfg, fold_seeds=True)
     ctx = RunContext(scale="full", out_dir=tmp_path / "per-fold", quiet=True)  # no resume
     per_fold = [
-        exp._train_restarts("babi15", task, cfg_q, ctx, tr, [], (f"fold{f}", "q1"), range(1))
+        train_restarts("babi15", task, cfg_q, ctx, tr, [], (f"fold{f}", "q1"), range(1))
         for f in (1, 2)
     ]
     a, b = (r[0][0].state_dict() for r in per_fold)
@@ -459,12 +479,12 @@ def test_batched_baselines_follow_their_trajectories_alone(tmp_path: Path, cell:
     cfg = dataclasses.replace(exp.config("smoke"), baseline_steps=12, baseline_eval_every=3)
     ctx = RunContext(scale="smoke", out_dir=tmp_path / "out", quiet=True, data_root=root)
     folds = [(k, babi.load_official("babi15", root, fold=k, require_fold=True)) for k in (1, 2)]
-    accs = exp._run_baselines("babi15", cell, cfg, ctx, folds)
+    accs = run_baselines("babi15", cell, cfg, ctx, folds)
     (run_dir,) = (ctx.out_dir / "runs").iterdir()
     hist = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [h["step"] for h in hist] == [3, 6, 9, 12]
     for i, (k, task) in enumerate(folds):
-        model, records = exp._baseline_alone("babi15", cell, cfg, ctx, k, task)
+        model, records = baseline_alone("babi15", cell, cfg, ctx, k, task)
         evals = [r for r in records if "val_loss" in r]
         assert [h["val_loss"][i] for h in hist] == pytest.approx(
             [r["val_loss"] for r in evals], rel=1e-4
@@ -525,7 +545,7 @@ def test_batched_restarts_follow_their_trajectories_alone(
 ) -> None:
     """A question type's runs trained as one batched model: each run's training losses,
     validation records, selected parameters, validation score and test accuracy equal those of
-    the run trained alone (``_train_attempt``, ``Trainer``), and the restart rule picks the same
+    the run trained alone (``ggnn_reference.train_attempt``, ``Trainer``), and the restart rule picks the same
     run from both. (A few updates: on a sequence task some runs amplify float round-off, e.g.
     from 1e-8 at update 40 to 0.3 at update 70, batched or not; docs/ggnn.md.)"""
     exp = GGNNExperiment()
@@ -533,14 +553,14 @@ def test_batched_restarts_follow_their_trajectories_alone(
     cfg = dataclasses.replace(exp.config("quick"), step_scale=updates / OFFICIAL[name].steps)
     ctx = RunContext(scale="quick", out_dir=tmp_path / "out", quiet=True)
     task = babi.generate_task(name, n_train=60, n_test=20, seed=3)
-    s = exp._setting(name, cfg)
+    s = task_setting(name, cfg)
     tr_g, va_g = _split_train(task.train, 40, 20, 0)
     tr, va, te = (
         babi.examples(task, g, annotation_dim=s.annotation_dim, question_type=0)
         for g in (tr_g, va_g, task.test)
     )
     k, key = 3, ("fold0", "q1")
-    runs = exp._train_restarts(name, task, cfg, ctx, tr, va, key, range(k))
+    runs = train_restarts(name, task, cfg, ctx, tr, va, key, range(k))
     hist = [
         json.loads(line)
         for line in (ctx.out_dir / "runs" / f"{name}-fold0-q1-a0-2" / "metrics.jsonl")
@@ -551,7 +571,7 @@ def test_batched_restarts_follow_their_trajectories_alone(
     assert len({score for _, score in runs}) == k  # three runs that differ
     alone = []
     for i in range(k):
-        model, score = exp._train_attempt(name, task, cfg, ctx, tr, va, key, i)
+        model, score = train_attempt(name, task, cfg, ctx, tr, va, key, i)
         alone.append((model, score))
         path = ctx.out_dir / "runs" / f"{name}-fold0-q1-a{i}" / "metrics.jsonl"
         records = [json.loads(line) for line in path.read_text().splitlines()]

@@ -52,7 +52,7 @@ def test_the_plan_is_what_trains(name, smoke_ctx, monkeypatch, caplog):
 
     monkeypatch.setattr(Trainer, "fit", recording_fit)
     if name == "ggnn":  # its baselines train as one batched model per task and cell
-        import paperzoo.experiments.ggnn as ggnn_module
+        import paperzoo.experiments.ggnn.training as ggnn_module
 
         fit_batched = ggnn_module.fit_batched
 

@@ -1,17 +1,32 @@
-"""Gated Graph Sequence Neural Networks (Li et al., ICLR 2016): the reproduction; docs/ggnn.md."""
+"""Gated Graph Sequence Neural Networks (Li et al., ICLR 2016), ``paperzoo reproduce ggnn``:
+``config`` (settings, paper numbers, claims), ``training`` (the batched training loops, keepers
+and evaluation), ``experiment`` (``GGNNExperiment``: folds, run, plan, merge). Registered as
+``ggnn``. Protocol and results: docs/ggnn.md.
+"""
 
-from paperzoo.experiments.ggnn.experiment import *  # noqa: F403
-from paperzoo.experiments.ggnn.experiment import (  # noqa: F401
-    _CLAIM_ID,
-    _baseline_train,
-    _baseline_updates,
-    _BestKeeper,
-    _EarliestKeeper,
-    _EpochBatches,
-    _fold_key,
-    _gap_claim_id,
-    _GraphBank,
-    _seed_key,
-    _split_train,
-    fit_batched,
+from paperzoo.experiments.base import EXPERIMENTS
+from paperzoo.experiments.ggnn.config import (
+    BASELINE,
+    CLAIMS,
+    CONFIGS,
+    DEVIATIONS,
+    OFFICIAL,
+    BaselineSetting,
+    Config,
+    TaskSetting,
 )
+from paperzoo.experiments.ggnn.experiment import GGNNExperiment
+
+EXPERIMENTS.register("ggnn")(GGNNExperiment)
+
+__all__ = [
+    "BASELINE",
+    "CLAIMS",
+    "CONFIGS",
+    "DEVIATIONS",
+    "OFFICIAL",
+    "BaselineSetting",
+    "Config",
+    "GGNNExperiment",
+    "TaskSetting",
+]
