@@ -138,6 +138,30 @@ def test_every_layout_has_a_pinned_release_with_digests_from_a_named_source():
     assert PINNED["imagenet"].classes == 1000
 
 
+def test_pins_are_a_package_data_file_with_a_clear_error_when_missing_or_corrupt(
+    tmp_path, monkeypatch
+):
+    assert layouts.load_pins() == PINNED  # read once at import; a fresh read gives the same
+    assert PINNED["abstract-dsprites"] is PINNED["dsprites"]  # "same_as": one release
+    monkeypatch.setattr(layouts.resources, "files", lambda package: tmp_path)
+    with pytest.raises(DataError, match=r"paperzoo/data/pins.json is missing .*reinstall"):
+        layouts.load_pins()
+    pins = tmp_path / "pins.json"
+    pins.write_text('{"releases": {')
+    with pytest.raises(DataError, match=r"paperzoo/data/pins.json is corrupt"):
+        layouts.load_pins()
+    for bad in (
+        {"releases": {"x": {"source": "s", "files": [{"path": "a"}]}}},  # no digest
+        {"releases": {"x": {"source": "s", "files": [{"path": "a", "sha1": "00"}]}}},
+        {"releases": {"x": {"source": "s", "digests": []}}},
+        {"releases": {"x": {"same_as": "y"}}},
+        {"pins": {}},
+    ):
+        pins.write_text(json.dumps(bad))
+        with pytest.raises(DataError, match=r"paperzoo/data/pins.json is corrupt"):
+            layouts.load_pins()
+
+
 def test_babi_pins_cover_every_file_the_loader_reads_in_all_ten_folds():
     pins = {p.path for p in PINNED["babi-folds"].files}
     assert len(pins) == 38 * babi.NUM_FOLDS
