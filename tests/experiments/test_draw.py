@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.draw import CONFIGS, DrawExperiment
+from paperzoo.experiments.draw import CONFIGS, DRAWExperiment
 from paperzoo.experiments.runner import run_experiment
 
 
 def test_smoke_run_measures_every_claim(smoke_ctx: RunContext):
     result = run_experiment("draw", smoke_ctx)
     data = json.loads((smoke_ctx.out_dir / "results.json").read_text())
-    ids = {c.id for c in DrawExperiment.claims}
+    ids = {c.id for c in DRAWExperiment.claims}
     assert {c["id"] for c in data["claims"]} == ids
     for claim in data["claims"]:
         assert claim["measured"] is not None, claim["id"]
@@ -62,7 +62,7 @@ def test_full_config_is_the_paper_model_and_its_first_steps_run(tmp_path: Path):
         5,
     )
     assert full.binarization == "stochastic"
-    assert DrawExperiment().dataset_name(RunContext(scale="full")) == "mnist"
+    assert DRAWExperiment().dataset_name(RunContext(scale="full")) == "mnist"
     # A miniature MNIST in the standard layout under --data-root (real files are 60k/10k).
     rng = np.random.default_rng(0)
     root = tmp_path / "data" / "mnist"
@@ -76,7 +76,7 @@ def test_full_config_is_the_paper_model_and_its_first_steps_run(tmp_path: Path):
     ctx = RunContext(
         scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data", quiet=True
     )
-    out = DrawExperiment().run(cfg, ctx)
+    out = DRAWExperiment().run(cfg, ctx)
     assert out.data[0].name == "mnist" and out.data[0].n_train == 40
     res = out.details["results"]["attention"]
     assert res["model"]["steps"] == 64 and res["test_iw"]["n"] == 4
@@ -87,7 +87,7 @@ def test_full_scale_reads_binarized_mnist_and_its_bounds_are_one_sided():
     # Full: the paper's MNIST from --data-root (not the embedded digits); quick: the embedded.
     from paperzoo.report import evaluate_target
 
-    exp = DrawExperiment()
+    exp = DRAWExperiment()
     assert exp.paper_data == "mnist"
     assert exp.dataset_name(RunContext(scale="quick")) == "mnist5k"
     assert exp.setting_note(RunContext(scale="full", dataset="mnist5k")) is not None

@@ -40,9 +40,9 @@ def test_generator_bound_is_the_shared_training_budget(smoke_ctx):
 def test_every_scale_shares_one_budget_and_evaluates_pgd_at_the_fgsm_eps():
     from dataclasses import fields
 
-    from paperzoo.experiments.gat import GATExperiment, GATExperimentConfig
+    from paperzoo.experiments.gat import Config, GATExperiment
 
-    names = {f.name for f in fields(GATExperimentConfig)}
+    names = {f.name for f in fields(Config)}
     assert "gen_scale" not in names and "pgd_eps" not in names  # no second budget to drift
     for cfg in GATExperiment.configs.values():
         assert 0 < cfg.train_eps <= max(cfg.eps)

@@ -14,9 +14,7 @@ importance-weighted estimate.
   trained for minutes on one CPU thread.
 
 The monitor (``eval_every``) reads validation digits held out from the training set (a seeded,
-class-stratified subset); test digits are read only for the final numbers. (In 0.1 the
-monitor read 300 test digits and the quick config was chosen by comparing test bounds; docs/draw.md
-keeps that history, marked. The quick config below was selected again on validation data.)
+class-stratified subset); test digits are read only for the final numbers.
 
 Deviations from the paper, all in the config and docs/draw.md:
 
@@ -34,24 +32,21 @@ Deviations from the paper, all in the config and docs/draw.md:
 * Adam with gradient-norm clipping at 10 (the paper names neither its optimiser settings nor a
   clipping value).
 
-Selection of the quick config (0.2.0, on validation data only; docs/draw.md has the tables).
-Candidates, fixed before the runs: read 2, 4 or 5 x Adam lr 2e-3 or 3e-3, constant, plus read 5
-at 3e-3 decaying linearly to 3e-4; step counts read off the validation monitor (a constant-lr run
-of fewer steps is the prefix of a longer one). Rule, fixed before the runs: the lowest mean
-validation bound of the attention model over seeds 0-1 (ties within 0.5 nats to fewer steps),
-within the budget of 6 CPU-minutes per seed at one thread for both models; the baseline gets the
-same optimiser, schedule and steps. Round 1 (1,400 steps): read 5 at 3e-3 won (95.09 / 95.65
-nats at seeds 0 / 1; read 4 at 3e-3: 97.54 / 101.02; read 4 at 2e-3: 98.56 / 106.25; read 5 with
-decay: 101.75 / 99.48; read 5 at 2e-3: 107.10 and read 2: 110.47, 114.39 at seed 0). Round 2,
-the same config up to the budget's 2,000 steps: 87.68 / 88.90 at 2,000 steps (90.63 / 90.97 at
-1,800), so 2,000 steps (the cap was set from CPU times after round 1's seed-0 baselines were
-known). Then both models at seeds 0-3 (the check, no part in the rule): attention minus no
-attention on validation -7.96, -11.00, -0.89, -7.89 nats (seed 2's attention model learns more
-slowly throughout: 98.93 against 87.68-90.96 nats at 2,000 steps). The 0.1 quick config (1,200
-steps, chosen by comparing test bounds, with a monitor that read test digits) stopped where the
-baseline, which learns faster early and then flattens, was still level with the attention model
-(99.71 against 98.72 on validation at seed 0); its ordering failed at two seeds of four. No test
-number was computed for the selection.
+Selection of the quick config, on validation data only (docs/draw.md, "Choosing the quick
+configuration", has the tables). Candidates, fixed before the runs: read 2, 4 or 5 x Adam lr 2e-3
+or 3e-3, constant, plus read 5 at 3e-3 decaying linearly to 3e-4; step counts read off the
+validation monitor (a constant-lr run of fewer steps is the prefix of a longer one). Rule, fixed
+before the runs: the lowest mean validation bound of the attention model over seeds 0-1 (ties
+within 0.5 nats to fewer steps), within the budget of 6 CPU-minutes per seed at one thread for
+both models; the baseline gets the same optimiser, schedule and steps. Round 1 (1,400 steps):
+read 5 at 3e-3 won (95.09 / 95.65 nats at seeds 0 / 1; read 4 at 3e-3: 97.54 / 101.02; read 4 at
+2e-3: 98.56 / 106.25; read 5 with decay: 101.75 / 99.48; read 5 at 2e-3: 107.10 and read 2:
+110.47, 114.39 at seed 0). Round 2, the same config up to the budget's 2,000 steps: 87.68 / 88.90
+at 2,000 steps (90.63 / 90.97 at 1,800), so 2,000 steps (the cap was set from CPU times after
+round 1's seed-0 baselines were known). Then both models at seeds 0-3 (the check, no part in the
+rule): attention minus no attention on validation -7.96, -11.00, -0.89, -7.89 nats (seed 2's
+attention model learns more slowly throughout: 98.93 against 87.68-90.96 nats at 2,000 steps).
+No test number was computed for the selection.
 """
 
 from __future__ import annotations
@@ -96,7 +91,7 @@ VARIANTS = ("attention", "no_attention")
 
 
 @dataclass(frozen=True)
-class DrawExperimentConfig:
+class Config:
     model: DRAWConfig  # the attention model; the baseline is the same with read_n = write_n = None
     binarization: str  # "threshold" (x > 0.5) or "stochastic" (fixed once, seeded)
     train_steps: int  # optimisation steps per model
@@ -120,7 +115,7 @@ class DrawExperimentConfig:
 QUICK_MODEL = DRAWConfig(steps=16, enc_size=128, dec_size=128, z_size=32, read_n=5, write_n=5)
 
 CONFIGS = {
-    "smoke": DrawExperimentConfig(
+    "smoke": Config(
         model=DRAWConfig(steps=3, enc_size=16, dec_size=16, z_size=4, read_n=2, write_n=3),
         binarization="threshold",
         train_steps=3,
@@ -135,7 +130,7 @@ CONFIGS = {
         importance_samples=2,
         log_every=1,
     ),
-    "quick": DrawExperimentConfig(
+    "quick": Config(
         model=QUICK_MODEL,
         binarization="threshold",
         train_steps=2000,  # selected on validation data (docstring)
@@ -148,7 +143,7 @@ CONFIGS = {
         importance_samples=10,
         n_iw=500,
     ),
-    "full": DrawExperimentConfig(
+    "full": Config(
         model=DRAWConfig(steps=64, enc_size=256, dec_size=256, z_size=100, read_n=2, write_n=5),
         binarization="stochastic",
         train_steps=120_000,  # 200 epochs of 60,000 digits
@@ -214,15 +209,13 @@ CLAIMS = (
 )
 
 
-def _model_config(
-    cfg: DrawExperimentConfig, variant: str, channels: int, h: int, w: int
-) -> DRAWConfig:
+def _model_config(cfg: Config, variant: str, channels: int, h: int, w: int) -> DRAWConfig:
     m = replace(cfg.model, channels=channels, height=h, width=w)
     return m if variant == "attention" else replace(m, read_n=None, write_n=None)
 
 
 @EXPERIMENTS.register("draw")
-class DrawExperiment(Experiment):
+class DRAWExperiment(Experiment):
     name = "draw"
     cuda_precision = "tf32"  # the reason: docs/draw.md, "Precision on CUDA"
     title = "DRAW: A Recurrent Neural Network For Image Generation"
@@ -248,10 +241,10 @@ class DrawExperiment(Experiment):
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         return _full_cost(cfg, plan)
 
-    def plan(self, cfg: DrawExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
+    def plan(self, cfg: Config, ctx: RunContext) -> list[tuple[str, int]]:
         return [(f"draw {variant}", cfg.train_steps) for variant in VARIANTS]
 
-    def run(self, cfg: DrawExperimentConfig, ctx: RunContext) -> Outcome:
+    def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         name = self.dataset_name(ctx)
         split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
         if cfg.n_train is not None or cfg.n_test is not None:
@@ -408,7 +401,7 @@ class DrawExperiment(Experiment):
         model: DRAW,
         x_train: Tensor,
         x_val: Tensor,
-        cfg: DrawExperimentConfig,
+        cfg: Config,
         ctx: RunContext,
         variant: str,
     ) -> Any:
@@ -472,10 +465,7 @@ class DrawExperiment(Experiment):
             ax.imshow(_tile(means, 8), cmap="gray", vmin=0, vmax=1)
             ax.set_title(f"samples, {v.replace('_', ' ')}")
             ax.axis("off")
-        fig.tight_layout()
-        path, rel = ctx.figure_path("samples.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "samples.png")
 
     @staticmethod
     def _canvas_figure(models: dict[str, DRAW], gen: torch.Generator, ctx: RunContext) -> str:
@@ -496,10 +486,7 @@ class DrawExperiment(Experiment):
             ax.set_yticks([])
             ax.set_ylabel(v.replace("_", "\n"), fontsize=8)
         fig.suptitle("canvas sigmoid(c_t) while generating (rows: samples)", fontsize=9)
-        fig.tight_layout()
-        path, rel = ctx.figure_path("canvas_sequence.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "canvas_sequence.png")
 
     @staticmethod
     def _windows_figure(model: DRAW, x: Tensor, gen: torch.Generator, ctx: RunContext) -> str:
@@ -535,10 +522,7 @@ class DrawExperiment(Experiment):
         axes[0].set_ylabel("reconstruct\n(red read,\ngreen write)", fontsize=7)
         axes[1].set_ylabel("generate\n(write)", fontsize=7)
         fig.suptitle("attention windows (border width ~ filter sigma)", fontsize=9)
-        fig.tight_layout()
-        path, rel = ctx.figure_path("attention_windows.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "attention_windows.png")
 
     @staticmethod
     def _curves_figure(curves: dict[str, dict[str, list[float]]], ctx: RunContext) -> str:
@@ -561,10 +545,7 @@ class DrawExperiment(Experiment):
         ax2.set_xlabel("step")
         ax2.set_ylabel("KL summed over steps (nats, train)")
         ax2.legend(fontsize=7)
-        fig.tight_layout()
-        path, rel = ctx.figure_path("curves.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "curves.png")
 
 
 def _tile(images: Tensor, cols: int) -> np.ndarray:
@@ -614,10 +595,9 @@ def _draw_window(
     patch.set_clip_path(clip)
 
 
-def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    """The full run's pieces (``paperzoo.cost``): each model's training steps and evaluations."""
     from paperzoo.cost import Piece, forward, step
-    from paperzoo.experiments.draw import VARIANTS, _model_config
-    from paperzoo.models.draw import DRAW
 
     pieces = []
     steps = dict(plan)

@@ -17,11 +17,12 @@ GAT's mean accuracy under FGSM at 0.1/0.2/0.3: first on seed 100, then re-decide
 (0.840; 0 gave 0.836, 0.01 0.796, 0.1 0.498); see docs/gat.md. The full scale takes the same
 c_g (not selected on CIFAR).
 
-Why GAT lost to FGSM-AT by 0.415 before (measured on validation, seed 100): with c_g 0.1 the
-generator's squared-l2 penalty outweighs its fooling loss once the classifier is confident, so
-the perturbations shrink over training to l_inf 0.017 / l2 0.06 (FGSM at the budget: l2 about
-5-6); the classifier then only learns to resist tiny perturbations (validation FGSM mean 0.506
-vs FGSM-AT's 0.906), and the generator's bound (0.3) was not FGSM-AT's eps (0.25).
+Why c_g and the shared budget matter (docs/gat.md, "Why GAT was 0.415 below FGSM-AT"): with c_g
+0.1 the generator's squared-l2 penalty outweighs its fooling loss once the classifier is
+confident, so the perturbations shrink over training to l_inf 0.017 / l2 0.06 (FGSM at the
+budget: l2 about 5-6; validation, seed 100); the classifier then only learns to resist tiny
+perturbations (validation FGSM mean 0.506 vs FGSM-AT's 0.906); and a generator bound other than
+FGSM-AT's eps compares two different budgets.
 
 Full scale (``--scale full``) is the paper's setting as far as it is known: CIFAR-10 (its
 abstract: "CIFAR datasets"; its experiments use CIFAR-10 and CIFAR-100) read from
@@ -38,8 +39,10 @@ generator (``paperzoo.adversarial.gat``: its ``scale * tanh`` bound), c_g, the t
 (0.1) and the eps grid (0.1/0.2/0.3) are the project's choices (docs/gat.md marks each).
 
 Dry runs (``--max-steps N``): the attacks run in batches of ``eval_batch`` test images (a
-10,000-image full-batch FGSM held 12 GB at full before), and under a step budget on the first N
+10,000-image full-batch FGSM holds about 12 GB at full), and under a step budget on the first N
 training-size batches of test images only (``paperzoo.engine.budget.items``).
+
+Protocol, results and the record of each decision: docs/gat.md.
 """
 
 from __future__ import annotations
@@ -72,13 +75,14 @@ from paperzoo.experiments.base import (
 )
 from paperzoo.metrics.classification import accuracy, predict
 from paperzoo.models.small import SmallCNN
+from paperzoo.utils.format import format_number
 
 MODELS = ("plain", "dropout", "noise", "fgsm_at", "gat")
 PAPER_DATASETS = ("cifar10", "cifar100")  # the paper's experiments (each its setting at full)
 
 
 @dataclass(frozen=True)
-class GATExperimentConfig:
+class Config:
     steps: int  # optimisation steps per model
     batch_size: int  # minibatch size
     lr: float  # Adam learning rate (classifiers and generator)
@@ -108,9 +112,9 @@ class GATExperimentConfig:
         check_selection_run(self.models, MODELS, self.n_val)
 
 
-# Findings: the paper's orderings (it reports CIFAR-10/100 tables; PAPERS.md records no number
-# to hold a full-scale run to, so the full targets are the orderings). Quick runs digits.
-_CLAIMS = (
+# Findings: the paper's orderings (it reports CIFAR-10/100 tables; docs/paper-numbers.md records
+# no number to hold a full-scale run to, so the full targets are the orderings). Quick runs digits.
+CLAIMS = (
     *(
         ClaimSpec(f"fgsm.eps{e}.gat_vs_plain.acc",
                   f"GAT's accuracy under FGSM (eps {e}) minus the undefended model's", None, "> 0")
@@ -145,10 +149,6 @@ _CLAIMS = (
               "fraction of training images that GAT's generator makes the classifier misclassify, "
               "last quarter of training", None, "reported", kind="check"),
 )  # fmt: skip
-
-
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}"
 
 
 def _generator_stats(history: History, steps: int) -> dict[str, float]:
@@ -225,25 +225,26 @@ def _noise_loss(eps: float, clip: tuple[float, float]) -> Callable[[nn.Module, A
     return loss_fn
 
 
+CONFIGS = {
+    "smoke": Config(steps=3, batch_size=16, lr=1e-3, channels=(4, 8), hidden=16, pgd_steps=2,
+                    n_test=32),
+    "quick": Config(steps=1500, batch_size=64, lr=1e-3, channels=(16, 32), hidden=64),
+    "full": Config(steps=50000, batch_size=128, lr=1e-3, channels=(64, 128), hidden=256,
+                   eps=(0.1, 0.2, 0.3), train_eps=0.1, gen_hidden=(64, 64), eval_batch=500),
+}  # fmt: skip
+
+
 @EXPERIMENTS.register("gat")
 class GATExperiment(Experiment):
     name = "gat"
     cuda_precision = "fp32"  # the reason: docs/gat.md, "Precision on CUDA"
     title = "Generative Adversarial Trainer: Defense to Adversarial Perturbations with GAN"
-    claims = _CLAIMS
+    claims = CLAIMS
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100")
     # The paper's experiments: CIFAR-10 (the default at full) and CIFAR-100 (--dataset cifar100).
     paper_data = "cifar10"
     not_estimated = ("the clean, FGSM and PGD evaluations beyond the first test batches",)
-    configs = {
-        "smoke": GATExperimentConfig(steps=3, batch_size=16, lr=1e-3, channels=(4, 8), hidden=16,
-                                     pgd_steps=2, n_test=32),
-        "quick": GATExperimentConfig(steps=1500, batch_size=64, lr=1e-3, channels=(16, 32),
-                                     hidden=64),
-        "full": GATExperimentConfig(steps=50000, batch_size=128, lr=1e-3, channels=(64, 128),
-                                    hidden=256, eps=(0.1, 0.2, 0.3), train_eps=0.1,
-                                    gen_hidden=(64, 64), eval_batch=500),
-    }  # fmt: skip
+    configs = CONFIGS
 
     order = 9  # position in the summary's tables
     full_not_run = (
@@ -272,10 +273,10 @@ class GATExperiment(Experiment):
             return
         super().require_data(ctx)
 
-    def plan(self, cfg: GATExperimentConfig, ctx: RunContext) -> list[tuple[str, int]]:
+    def plan(self, cfg: Config, ctx: RunContext) -> list[tuple[str, int]]:
         return [(name, cfg.steps) for name in cfg.models or MODELS]
 
-    def run(self, cfg: GATExperimentConfig, ctx: RunContext) -> Outcome:
+    def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         split = load_dataset(
             self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
@@ -347,15 +348,19 @@ class GATExperiment(Experiment):
             if cfg.n_val is not None
             else "Test accuracy"
         )
+        gen_txt = {
+            k: format_number(gen_stats.get(k), digits=3, fixed=True)
+            for k in ("gen_linf", "gen_l2", "fooling_rate")
+        }
         notes = [
             f"Classifier: SmallCNN channels {cfg.channels}, FC {cfg.hidden}; {cfg.steps} Adam steps "
             f"(lr {cfg.lr}, batch {cfg.batch_size}) for every model. One training budget for every "
             f"perturbation-based defence: l_inf {cfg.train_eps} (FGSM-AT's eps, the noise's eps, "
             f"the bound of GAT's generator). GAT: alpha {cfg.gat.alpha}, c_g {cfg.gat.c_g}; "
             f"FGSM-AT and noise training mix the clean/perturbed loss 50/50.",
-            f"GAT's generator over the last quarter of training: mean l_inf "
-            f"{_fmt(gen_stats.get('gen_linf'))} (bound {cfg.train_eps}), mean l2 "
-            f"{_fmt(gen_stats.get('gen_l2'))}, fooling rate {_fmt(gen_stats.get('fooling_rate'))}.",
+            f"GAT's generator over the last quarter of training: mean l_inf {gen_txt['gen_linf']} "
+            f"(bound {cfg.train_eps}), mean l2 {gen_txt['gen_l2']}, fooling rate "
+            f"{gen_txt['fooling_rate']}.",
             f"{evaluated_on} of every model:\n\n" + "\n".join(table),
         ]
         gap, reg = m["fgsm.gat_vs_fgsm_at.acc"], m["clean.gat_vs_dropout.acc"]
@@ -382,7 +387,7 @@ class GATExperiment(Experiment):
         self,
         name: str,
         split: Split,
-        cfg: GATExperimentConfig,
+        cfg: Config,
         ctx: RunContext,
         chans: int,
         size: int,
@@ -429,9 +434,7 @@ class GATExperiment(Experiment):
             generator.cpu().eval()
         return model, generator, history
 
-    def _plot_acc(
-        self, acc: dict[str, dict[str, float]], cfg: GATExperimentConfig, ctx: RunContext
-    ) -> str:
+    def _plot_acc(self, acc: dict[str, dict[str, float]], cfg: Config, ctx: RunContext) -> str:
         fig = Figure(figsize=(5.5, 3.8))
         ax = fig.subplots()
         xs = [0.0, *cfg.eps]
@@ -442,10 +445,7 @@ class GATExperiment(Experiment):
         ax.set_ylim(0, 1)
         ax.legend(fontsize=8)
         ax.set_title("accuracy under FGSM")
-        fig.tight_layout()
-        path, rel = ctx.figure_path("accuracy_vs_eps.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "accuracy_vs_eps.png")
 
     def _plot_perturbations(
         self,
@@ -478,15 +478,12 @@ class GATExperiment(Experiment):
                 ax.set_xticks([])
                 ax.set_yticks([])
         fig.suptitle("clean images, generated perturbations, perturbed images", fontsize=9)
-        fig.tight_layout()
-        path, rel = ctx.figure_path("perturbations.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "perturbations.png")
 
 
-def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    """The full run's pieces (``paperzoo.cost``): each model's training steps and the attacks."""
     from paperzoo.cost import Piece, step
-    from paperzoo.models.small import SmallCNN
 
     net = SmallCNN(
         in_chans=3, num_classes=10, image_size=32, channels=cfg.channels, hidden=cfg.hidden

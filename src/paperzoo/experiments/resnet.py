@@ -34,6 +34,8 @@ time for only a few hundred steps; at 7x7 the losses stay near 0.1, as ResNet-20
 on augmented CIFAR stays above 0 in Fig. 6), and lr 0.01 instead of 0.1 (at 0.05-0.1 ResNet-56
 blows up in its first steps and then trains slowly, also after a 200-step warm-up at 0.01: the
 paper's ResNet-110 problem, which it starts at 0.01).
+
+Protocol, measurements and the committed runs: docs/resnet.md.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ResNetConfig:
+class Config:
     plain_shallow: str  # shallow plain net of the degradation claims (paper: plain20)
     plain_deep: str  # deep plain net (paper: plain56)
     res_shallow: str  # ResNet twin of the shallow net (for the figure)
@@ -116,7 +118,7 @@ def _at_most(paper_err: float, rel_tol: float = 0.10) -> str:
 
 
 _DEGRADATION_PAPER = "> 0 (Fig. 1, 6)"
-_CLAIMS = (
+CLAIMS = (
     ClaimSpec(
         "degradation.plain_deep_vs_shallow.train_loss",
         "final training loss of the deep plain net minus that of the shallow plain net, same "
@@ -213,6 +215,35 @@ _CLAIMS = (
 _FULL_MORE = ("plain32", "plain44", "resnet32", "resnet44", "resnet110")
 
 
+CONFIGS = {
+    "smoke": Config(
+        plain_shallow="plain8", plain_deep="plain14", res_shallow="resnet8",
+        res_deep="resnet14", more=(), steps=6, batch_size=32, lr=0.1, milestones=(4,),
+        warmup_steps=0, momentum=0.9, weight_decay=1e-4, pad=1, flip=False, n_val=0,
+        n_train=256, n_test=64, loss_window=3, log_every=1, eval_every=3,
+        channels_last=False, compile=False,
+    ),
+    # Fig. 6 in miniature (docs/resnet.md, "quick"): MNIST digits pooled to 7x7 stay hard to
+    # fit, so the nets are still apart when measured; lr 0.01 throughout (the paper's
+    # warm-up rate: ResNet-56 does not start converging at 0.05-0.1 here, as ResNet-110 at
+    # 0.1 in §4.2), /10 at 50 % and 75 % of the steps as §4.2's 32k/48k of 64k.
+    "quick": Config(
+        plain_shallow="plain20", plain_deep="plain56",
+        res_shallow="resnet20", res_deep="resnet56", more=(), steps=1500, batch_size=64,
+        lr=0.01, milestones=(750, 1125), warmup_steps=0, momentum=0.9, weight_decay=1e-4,
+        pad=1, flip=False, n_val=0, n_train=None, n_test=None, loss_window=300, log_every=10,
+        eval_every=0, channels_last=True, compile=False, downsample=4,
+    ),
+    "full": Config(
+        plain_shallow="plain20", plain_deep="plain56",
+        res_shallow="resnet20", res_deep="resnet56", more=_FULL_MORE, steps=64_000,
+        batch_size=128, lr=0.1, milestones=(32_000, 48_000), warmup_steps=400, momentum=0.9,
+        weight_decay=1e-4, pad=4, flip=True, n_val=5_000, n_train=None, n_test=None,
+        loss_window=500, log_every=100, eval_every=2_000, channels_last=True, compile=False,
+    ),
+}  # fmt: skip
+
+
 @EXPERIMENTS.register("resnet")
 class ResNetExperiment(Experiment):
     name = "resnet"
@@ -224,36 +255,9 @@ class ResNetExperiment(Experiment):
     paper_data = "cifar10"
     embedded_defaults: ClassVar[Mapping[str, str]] = {"smoke": "digits", "quick": "mnist5k"}
     not_estimated = ("the validation and test errors beyond the first batches of images",)
-    claims = _CLAIMS
-    configs = {
-        "smoke": ResNetConfig(
-            plain_shallow="plain8", plain_deep="plain14", res_shallow="resnet8",
-            res_deep="resnet14", more=(), steps=6, batch_size=32, lr=0.1, milestones=(4,),
-            warmup_steps=0, momentum=0.9, weight_decay=1e-4, pad=1, flip=False, n_val=0,
-            n_train=256, n_test=64, loss_window=3, log_every=1, eval_every=3,
-            channels_last=False, compile=False,
-        ),
-        # Fig. 6 in miniature (docs/resnet.md, "quick"): MNIST digits pooled to 7x7 stay hard to
-        # fit, so the nets are still apart when measured; lr 0.01 throughout (the paper's
-        # warm-up rate: ResNet-56 does not start converging at 0.05-0.1 here, as ResNet-110 at
-        # 0.1 in §4.2), /10 at 50 % and 75 % of the steps as §4.2's 32k/48k of 64k.
-        "quick": ResNetConfig(
-            plain_shallow="plain20", plain_deep="plain56",
-            res_shallow="resnet20", res_deep="resnet56", more=(), steps=1500, batch_size=64,
-            lr=0.01, milestones=(750, 1125), warmup_steps=0, momentum=0.9, weight_decay=1e-4,
-            pad=1, flip=False, n_val=0, n_train=None, n_test=None, loss_window=300, log_every=10,
-            eval_every=0, channels_last=True, compile=False, downsample=4,
-        ),
-        "full": ResNetConfig(
-            plain_shallow="plain20", plain_deep="plain56",
-            res_shallow="resnet20", res_deep="resnet56", more=_FULL_MORE, steps=64_000,
-            batch_size=128, lr=0.1, milestones=(32_000, 48_000), warmup_steps=400, momentum=0.9,
-            weight_decay=1e-4, pad=4, flip=True, n_val=5_000, n_train=None, n_test=None,
-            loss_window=500, log_every=100, eval_every=2_000, channels_last=True, compile=False,
-        ),
-    }  # fmt: skip
+    claims = CLAIMS
+    configs = CONFIGS
 
-    # -- helpers -----------------------------------------------------------------------------
     order = 0  # position in the summary's tables
     full_not_run = (
         NotRun(
@@ -267,8 +271,9 @@ class ResNetExperiment(Experiment):
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         return _full_cost(cfg, plan)
 
+    # -- helpers -----------------------------------------------------------------------------
     @staticmethod
-    def model_names(cfg: ResNetConfig) -> tuple[str, ...]:
+    def model_names(cfg: Config) -> tuple[str, ...]:
         """Every net trained at this scale, the claim nets first."""
         core = (cfg.plain_shallow, cfg.plain_deep, cfg.res_shallow, cfg.res_deep)
         return core + tuple(m for m in cfg.more if m not in core)
@@ -278,7 +283,7 @@ class ResNetExperiment(Experiment):
         and quick (``embedded_defaults``)."""
         return self.embedded_defaults.get(scale) or super().default_dataset(scale)
 
-    def _data(self, cfg: ResNetConfig, ctx: RunContext) -> tuple[dict[str, Tensor], DataInfo, int]:
+    def _data(self, cfg: Config, ctx: RunContext) -> tuple[dict[str, Tensor], DataInfo, int]:
         name = self.dataset_name(ctx)
         split: Split = load_dataset(
             name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
@@ -314,7 +319,7 @@ class ResNetExperiment(Experiment):
 
     @staticmethod
     def _batches(
-        x: Tensor, y: Tensor, cfg: ResNetConfig, seed: int
+        x: Tensor, y: Tensor, cfg: Config, seed: int
     ) -> Callable[[int, torch.Generator], tuple[Tensor, Tensor]]:
         """Step -> this rank's share of the augmented global batch.
 
@@ -336,7 +341,7 @@ class ResNetExperiment(Experiment):
         return batch
 
     @staticmethod
-    def _lr_schedule(cfg: ResNetConfig, depth: int) -> Callable[[int], float]:
+    def _lr_schedule(cfg: Config, depth: int) -> Callable[[int], float]:
         def mult(step: int) -> float:
             m = 0.1 ** sum(step >= s for s in cfg.milestones)  # /10 at 32k and 48k
             if depth >= 110 and step < cfg.warmup_steps:
@@ -355,7 +360,7 @@ class ResNetExperiment(Experiment):
     def _train_one(
         self,
         name: str,
-        cfg: ResNetConfig,
+        cfg: Config,
         ctx: RunContext,
         data: dict[str, Tensor],
         num_classes: int,
@@ -379,7 +384,7 @@ class ResNetExperiment(Experiment):
             return F.cross_entropy(logits, yb), {"train_err": err}
 
         # --max-steps N: validation and test errors on the first N training-size batches only
-        # (a dry run evaluated 15,000 images per net before, most of its time).
+        # (evaluating all 15,000 images per net would take most of a dry run's time).
         n_val = budget.items(len(data["x_val"]), cfg.batch_size)
         x_val, y_val = data["x_val"][:n_val], data["y_val"][:n_val]
 
@@ -431,10 +436,10 @@ class ResNetExperiment(Experiment):
         }
 
     # -- run / merge -------------------------------------------------------------------------
-    def plan(self, cfg: ResNetConfig, ctx: RunContext) -> list[tuple[str, int]]:
+    def plan(self, cfg: Config, ctx: RunContext) -> list[tuple[str, int]]:
         return [(name, cfg.steps) for name in self._names(cfg, ctx)]
 
-    def _names(self, cfg: ResNetConfig, ctx: RunContext) -> tuple[str, ...]:
+    def _names(self, cfg: Config, ctx: RunContext) -> tuple[str, ...]:
         """The nets this run trains (``--shard K/N``: every N-th from the K-th)."""
         names = self.model_names(cfg)
         if ctx.shard is not None:
@@ -442,7 +447,7 @@ class ResNetExperiment(Experiment):
             names = names[k::n]
         return names
 
-    def run(self, cfg: ResNetConfig, ctx: RunContext) -> Outcome:
+    def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         data, info, num_classes = self._data(cfg, ctx)
         names = self._names(cfg, ctx)
         runs = {}
@@ -463,7 +468,7 @@ class ResNetExperiment(Experiment):
         for r in results:
             runs.update(r["details"]["runs"])
         first = results[0]["details"]
-        cfg = ResNetConfig(
+        cfg = Config(
             **{k: tuple(v) if isinstance(v, list) else v for k, v in first["config"].items()}
         )
         details = {
@@ -476,7 +481,7 @@ class ResNetExperiment(Experiment):
         return self._outcome(cfg, ctx, details, infos)
 
     def _outcome(
-        self, cfg: ResNetConfig, ctx: RunContext, details: dict[str, Any], data: list[DataInfo]
+        self, cfg: Config, ctx: RunContext, details: dict[str, Any], data: list[DataInfo]
     ) -> Outcome:
         runs, sizes = details["runs"], details["sizes"]
 
@@ -547,7 +552,7 @@ class ResNetExperiment(Experiment):
         )
         return Outcome(measured=measured, data=data, figures=figures, notes=notes, details=details)
 
-    def _figure(self, cfg: ResNetConfig, ctx: RunContext, runs: dict[str, Any]) -> str:
+    def _figure(self, cfg: Config, ctx: RunContext, runs: dict[str, Any]) -> str:
         fig = Figure(figsize=(11, 4))
         ax_loss, ax_test = fig.subplots(1, 2)
         depths = sorted({_depth(n) for n in runs})
@@ -574,10 +579,7 @@ class ResNetExperiment(Experiment):
             ax.grid(alpha=0.3)
         ax_loss.legend(fontsize=8)
         fig.suptitle("Plain nets (dashed) vs ResNets (solid)")
-        fig.tight_layout()
-        path, rel = ctx.figure_path("curves.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "curves.png")
 
 
 def architecture_sizes() -> dict[str, int]:
@@ -631,13 +633,13 @@ def _compile_available(device: str) -> bool:
     return True
 
 
-def _jsonable(cfg: ResNetConfig) -> dict[str, Any]:
+def _jsonable(cfg: Config) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()}
 
 
-def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    """The full run's pieces (``paperzoo.cost``): each net's training steps and evaluations."""
     from paperzoo.cost import Piece, forward, step
-    from paperzoo.models.resnet import CifarResNet
 
     pieces = []
     for name, steps in plan:

@@ -19,52 +19,37 @@ Baselines (all from ``paperzoo.adversarial.attacks``, on the Madry-style trainin
 FGM, ``steps`` l2-normalised steps of eps / steps (never leaves the eps ball, so PGD's projection is
 inactive); PGM = l2 PGD with step 2.5 eps / steps, no random start.
 
-Choices and deviations (quick scale; ``full`` keeps the paper's settings where it gives them):
-* MNIST: the 5,000 embedded digits (4,000 / 1,000), a narrower copy of the paper's CNN
+Choices and deviations (``full`` keeps the paper's settings where it gives them; docs/wrm.md
+has the protocol, the measurements behind each choice and the committed runs):
+* Quick MNIST: the 5,000 embedded digits (4,000 / 1,000), a narrower copy of the paper's CNN
   (``mnist_width`` first-layer channels; the paper's net is ``width=64`` = ``WRMNet``), 9 epochs
-  (5 left the adversarially trained nets under-trained: validation accuracy of WRM 0.943 / 0.969 /
-  0.976 after 5 / 10 / 15 epochs, FGM, IFGM and PGM 0.938 / 0.96 after 5 / 10, on 800 digits
-  carved from the training digits, seed 100; ERM 0.941 / 0.944 / 0.946: ERM is not under-trained
-  but limited by the 4,000 digits; 9, not 10, for the CPU budget: 10 epochs cost 357 CPU-s per
-  seed with the spheres IFGM model, which the paper does not have and which is now dropped),
-  and fewer inner steps for IFGM/PGM/WRM training (``adv_steps``); the attacks still use 15 steps.
-* MNIST inputs are unconstrained for every method: the four training adversaries, the PGM test
-  attacks and the rho_hat estimate that sets the baselines' budget all work in R^d without a
-  [0, 1] box (``MNIST_CLIP = None``), as the paper's theory (Z = R^d, cost ||x - x'||^2) and the
-  authors' WRM code do. (Before, the baselines and the attacks were boxed and WRM was not, with
-  a budget taken from WRM's unboxed transport distance.)
-* MNIST rho_hat (Eq. 17) is computed with WRM's own training ascent (``adv_steps`` steps, 1,000
-  training digits): at gamma = 0.04 C2 the inner problem is not strongly concave and a longer
-  ascent keeps moving, so the exact maximiser of Eq. 17 is not computable (the paper: "for small
-  gamma WRM becomes a heuristic"). On the spheres, where gamma = 2 makes it strongly concave,
-  rho_hat and the certificate use the converged ascent (``cert_steps`` constant steps of size 1
-  on the rescaled objective; the official decaying 1 / sqrt(k + 1) still moved after 300 steps:
-  E_train[phi] 0.1180 / 0.1228 after 50 / 300 decaying steps, 0.1237 / 0.1237 after 100 / 200
-  constant ones, seed 100, training data).
-* No label smoothing (the official code smooths the MNIST labels by 0.1); the training loop uses
-  plain cross-entropy for every method alike.
-* The spheres learning-rate schedule and batch size are not given in the paper (ours: Adam,
-  batch 500, 5,000 steps at quick scale).
-* A spheres model that does not fit its training points (clean training accuracy < 0.99) is
-  trained again from a fresh initialisation, at most 3 times, every method alike
-  (``WRMExperiment.train_spheres``): the 2-4-2-2 net can get stuck with its boundary open to one
-  side (WRM at seed 5: training accuracy 0.89), which is a failed optimisation, not WRM's result.
-* Parts: ``--part spheres`` (Section 4.1, generated data, no files) and ``--part mnist``.
-* The clean-accuracy claim: the paper's "at least 99 %" is a 60,000-digit number; on 4,000 digits
-  the plain ERM network stops at about 0.945 (above), so at quick scale the paper's point ("little
-  test-time penalty") is the finding ``mnist.clean_acc.penalty_vs_erm`` and the absolute
-  ``mnist.clean_acc.min`` is judged at full scale only (its quick value is in the details).
-* Figure 1 as numbers: "WRM pushes the classification boundaries further outwards" is measured
-  as the inner class's minimum distance to the boundary, WRM minus ERM (``spheres.wrm.margin``;
-  previously the minimum over both classes, which is a lottery of ERM's initialisation, see
-  ``fig1_findings``), and "axisymmetric" as the spread of the boundary's distance from the origin
+  (the robust nets are still rising at 5 on validation digits; 9, not 10, for the CPU budget)
+  and fewer inner steps for IFGM/PGM/WRM training (``adv_steps``); the attacks use 15 steps.
+* MNIST inputs are unconstrained for every method, with no [0, 1] box (``MNIST_CLIP``).
+* MNIST rho_hat (Eq. 17) uses WRM's own training ascent (``adv_steps`` steps, 1,000 training
+  digits): at gamma = 0.04 C2 the inner problem is not strongly concave and a longer ascent keeps
+  moving, so the exact maximiser is not computable (the paper: "for small gamma WRM becomes a
+  heuristic"). On the spheres (gamma = 2, strongly concave) rho_hat and the certificate use the
+  converged ascent: ``cert_steps`` constant steps of size 1 on the rescaled objective (the
+  official decaying 1 / sqrt(k + 1) still moves after 300 steps).
+* No label smoothing (the official code smooths the MNIST labels by 0.1). The spheres' optimiser
+  and batch size are not given in the paper (ours: Adam, batch 500, 5,000 steps at quick scale).
+* A spheres model that does not fit its training points (clean training accuracy < 0.99) is a
+  failed optimisation, not the method's result: it is trained again from a fresh initialisation,
+  at most 3 times, every method alike (``WRMExperiment.train_spheres``).
+* Clean accuracy: the paper's "at least 99 %" is a 60,000-digit number (on 4,000 digits ERM stops
+  at about 0.945), so at quick scale the paper's point ("little test-time penalty") is the
+  finding ``mnist.clean_acc.penalty_vs_erm``; ``mnist.clean_acc.min`` is judged at full only.
+* Figure 1 as numbers: "WRM pushes the classification boundaries further outwards" is the inner
+  class's minimum distance to the boundary, WRM minus ERM (``spheres.wrm.margin``, see
+  ``fig1_findings``), and "axisymmetric" the spread of the boundary's distance from the origin
   (``spheres.wrm.axisymmetry``).
 * The certificate adds the concentration part of the paper's eps_n(t) for comparing two samples:
-  95 % one-sided normal bound on the difference of the training and the test mean of phi_gamma
-  (previously only the training mean's). At the training gamma the certificate touches the test
-  worst case and the margin is a difference of two sample means with expectation ~0, whatever
-  the convergence; the margins without the term, per gamma, are reported in the notes and the
-  details, and ``spheres.certificate.bounds_off_tangency`` checks the other gammas without it.
+  a 95 % one-sided normal bound on the difference of the training and the test mean of
+  phi_gamma (at the training gamma the certificate touches the test worst case, and the margin
+  is a difference of two sample means with expectation ~0); the margins without the term are in
+  the notes and details, and ``spheres.certificate.bounds_off_tangency`` checks the other gammas
+  without it.
 """
 
 from __future__ import annotations
@@ -112,7 +97,7 @@ MNIST_CLIP: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
-class WRMConfig:
+class Config:
     # -- 2-D spheres (Section 4.1) --
     spheres_n_train: int  # training points (paper: 10^4)
     spheres_n_test: int  # independent test points for the worst-case curve
@@ -142,19 +127,18 @@ class WRMConfig:
     attack_budgets: tuple[float, ...]  # PGM attack budgets eps / C2
     attack_steps: int  # PGM attack steps
     attack_n: int  # test digits attacked
-    # engine option for the MNIST CNNs: channels-last memory format (1.14-1.18x faster training
-    # steps on CPU at quick, 1.10-1.17x at full, outputs equal within the bench's tolerance:
-    # bench conv_layout); the spheres MLPs have no convolutions
+    # engine option for the MNIST CNNs: channels-last memory format (1.10-1.18x faster training
+    # steps on CPU, outputs equal within tolerance: bench conv_layout); the MLPs have no convs
     channels_last: bool = True
 
 
-def _mnist_steps(cfg: WRMConfig, n_train: int) -> int:
+def _mnist_steps(cfg: Config, n_train: int) -> int:
     """Optimisation steps of each MNIST model: ``mnist_epochs`` passes over ``n_train`` digits."""
     return max(1, round(cfg.mnist_epochs * n_train / cfg.mnist_batch))
 
 
 # Every ordering below is stated in the paper's Sec. 4.1-4.2 text (docs/paper-numbers.md, "WRM").
-_CLAIMS = (
+CLAIMS = (
     ClaimSpec(
         "spheres.certificate.upper_bounds_test_worst_case",
         "min over the gamma sweep of (certificate from training data + the 95% one-sided "
@@ -259,19 +243,10 @@ def make_trainer_attack(
         return None
     if method == "fgm":
         return lambda m: FGSM(m, eps=eps, norm="l2", clip=clip)
-    if method == "ifgm":
+    if method in ("ifgm", "pgm"):  # l2 steps of eps / steps (IFGM) or 2.5 eps / steps (PGM)
+        alpha = (1.0 if method == "ifgm" else 2.5) * eps / steps
         return lambda m: PGD(
-            m, eps=eps, alpha=eps / steps, steps=steps, norm="l2", random_start=False, clip=clip
-        )
-    if method == "pgm":
-        return lambda m: PGD(
-            m,
-            eps=eps,
-            alpha=2.5 * eps / steps,
-            steps=steps,
-            norm="l2",
-            random_start=False,
-            clip=clip,
+            m, eps=eps, alpha=alpha, steps=steps, norm="l2", random_start=False, clip=clip
         )
     if method == "wrm":
         return lambda m: WRM(m, gamma=gamma, steps=steps, report=False)
@@ -414,6 +389,37 @@ def pgm_errors(
     return errs
 
 
+CONFIGS = {
+    "smoke": Config(
+        spheres_n_train=400, spheres_n_test=400, spheres_steps=300, spheres_batch=100,
+        spheres_lr=0.01, spheres_gamma=2.0, wrm_steps=4, cert_steps=4, cert_step_size=1.0,
+        cert_gammas=(0.5, 1.0, 4.0), grid=101, spheres_restarts=1, spheres_fit_acc=0.99,
+        mnist_n_train=256, mnist_n_test=100, mnist_width=8, mnist_epochs=1, mnist_batch=64,
+        mnist_lr=1e-3, mnist_gamma_c2=0.04, adv_steps=2, attack_budgets=(0.05, 0.1),
+        attack_steps=2, attack_n=50,
+    ),
+    "quick": Config(
+        spheres_n_train=10_000, spheres_n_test=10_000, spheres_steps=5000, spheres_batch=500,
+        spheres_lr=0.01, spheres_gamma=2.0, wrm_steps=16, cert_steps=200, cert_step_size=1.0,
+        cert_gammas=(0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 3.0, 5.0, 10.0), grid=801,
+        spheres_restarts=3, spheres_fit_acc=0.99,
+        mnist_n_train=None, mnist_n_test=None, mnist_width=32, mnist_epochs=9,
+        mnist_batch=128, mnist_lr=1e-3, mnist_gamma_c2=0.04, adv_steps=5,
+        attack_budgets=(0.025, 0.05, 0.075, 0.1), attack_steps=15, attack_n=500,
+    ),
+    "full": Config(
+        spheres_n_train=10_000, spheres_n_test=10_000, spheres_steps=10_000, spheres_batch=128,
+        spheres_lr=0.01, spheres_gamma=2.0, wrm_steps=16, cert_steps=400, cert_step_size=1.0,
+        cert_gammas=(0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 3.0, 5.0, 10.0), grid=1601,
+        spheres_restarts=3, spheres_fit_acc=0.99,
+        mnist_n_train=None, mnist_n_test=None, mnist_width=64, mnist_epochs=25,
+        mnist_batch=256, mnist_lr=1e-3, mnist_gamma_c2=0.04, adv_steps=16,
+        attack_budgets=(0.025, 0.05, 0.075, 0.1, 0.15, 0.2), attack_steps=15,
+        attack_n=10_000,
+    ),
+}  # fmt: skip
+
+
 @EXPERIMENTS.register("wrm")
 class WRMExperiment(Experiment):
     name = "wrm"
@@ -422,37 +428,9 @@ class WRMExperiment(Experiment):
     datasets = ("mnist5k", "mnist")
     paper_data = "mnist"  # Section 4.2's MNIST at full scale; the spheres are generated
     parts = MappingProxyType({"spheres": "spheres.", "mnist": "mnist."})
-    claims = _CLAIMS
+    claims = CLAIMS
     not_estimated = ("the PGM attacks on the test digits beyond the first batch (attack_n)",)
-    configs = {
-        "smoke": WRMConfig(
-            spheres_n_train=400, spheres_n_test=400, spheres_steps=300, spheres_batch=100,
-            spheres_lr=0.01, spheres_gamma=2.0, wrm_steps=4, cert_steps=4, cert_step_size=1.0,
-            cert_gammas=(0.5, 1.0, 4.0), grid=101, spheres_restarts=1, spheres_fit_acc=0.99,
-            mnist_n_train=256, mnist_n_test=100, mnist_width=8, mnist_epochs=1, mnist_batch=64,
-            mnist_lr=1e-3, mnist_gamma_c2=0.04, adv_steps=2, attack_budgets=(0.05, 0.1),
-            attack_steps=2, attack_n=50,
-        ),
-        "quick": WRMConfig(
-            spheres_n_train=10_000, spheres_n_test=10_000, spheres_steps=5000, spheres_batch=500,
-            spheres_lr=0.01, spheres_gamma=2.0, wrm_steps=16, cert_steps=200, cert_step_size=1.0,
-            cert_gammas=(0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 3.0, 5.0, 10.0), grid=801,
-            spheres_restarts=3, spheres_fit_acc=0.99,
-            mnist_n_train=None, mnist_n_test=None, mnist_width=32, mnist_epochs=9,
-            mnist_batch=128, mnist_lr=1e-3, mnist_gamma_c2=0.04, adv_steps=5,
-            attack_budgets=(0.025, 0.05, 0.075, 0.1), attack_steps=15, attack_n=500,
-        ),
-        "full": WRMConfig(
-            spheres_n_train=10_000, spheres_n_test=10_000, spheres_steps=10_000, spheres_batch=128,
-            spheres_lr=0.01, spheres_gamma=2.0, wrm_steps=16, cert_steps=400, cert_step_size=1.0,
-            cert_gammas=(0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 3.0, 5.0, 10.0), grid=1601,
-            spheres_restarts=3, spheres_fit_acc=0.99,
-            mnist_n_train=None, mnist_n_test=None, mnist_width=64, mnist_epochs=25,
-            mnist_batch=256, mnist_lr=1e-3, mnist_gamma_c2=0.04, adv_steps=16,
-            attack_budgets=(0.025, 0.05, 0.075, 0.1, 0.15, 0.2), attack_steps=15,
-            attack_n=10_000,
-        ),
-    }  # fmt: skip
+    configs = CONFIGS
 
     order = 2  # position in the summary's tables
     full_not_run = (
@@ -477,7 +455,7 @@ class WRMExperiment(Experiment):
         """The spheres part reads no files (its data are generated)."""
         return ctx.part != "spheres" and super().uses_paper_data(ctx)
 
-    def plan(self, cfg: WRMConfig, ctx: RunContext) -> list[tuple[str, int]]:
+    def plan(self, cfg: Config, ctx: RunContext) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
         if ctx.part in (None, "spheres"):  # restarts, if any, are not planned
             out += [(f"spheres-{m}", cfg.spheres_steps) for m in ("erm", "wrm", "fgm")]
@@ -487,22 +465,15 @@ class WRMExperiment(Experiment):
             out += [(f"mnist-{m}", mnist) for m in ("wrm", "erm", "fgm", "ifgm", "pgm")]
         return out
 
-    def run(self, cfg: WRMConfig, ctx: RunContext) -> Outcome:
-        measured: dict[str, Any] = {}
-        details: dict[str, Any] = {}
-        figures: list[str] = []
-        notes: list[str] = []
-        data: list[DataInfo] = []
+    def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        out = Outcome()
         self.part_prefix(ctx)  # an unknown part raises, naming the parts
-
+        parts: list[tuple[str, dict[str, Any]]] = []
         if ctx.part in (None, "spheres"):  # Section 4.1, Figures 1-2
-            sph = self._spheres(cfg, ctx)
-            measured.update(sph["measured"])
-            details["spheres"] = sph["details"]
-            figures += sph["figures"]
-            notes += sph["notes"]
-            data.append(DataInfo("spheres", "generated", cfg.spheres_n_train, cfg.spheres_n_test))
-
+            parts.append(("spheres", self._spheres(cfg, ctx)))
+            out.data.append(
+                DataInfo("spheres", "generated", cfg.spheres_n_train, cfg.spheres_n_test)
+            )
         if ctx.part in (None, "mnist"):  # Section 4.2, Figure 3
             name = self.dataset_name(ctx)
             assert name is not None
@@ -510,29 +481,27 @@ class WRMExperiment(Experiment):
                 name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
             )
             split = ctx.holdout(split.subset(cfg.mnist_n_train, cfg.mnist_n_test), "MNIST test")
-            mn = self._mnist(cfg, ctx, split)
-            measured.update(mn["measured"])
-            details["mnist"] = mn["details"]
-            figures += mn["figures"]
-            notes += mn["notes"]
-            data.append(split.info)
-
-        return Outcome(measured=measured, data=data, figures=figures, notes=notes, details=details)
+            parts.append(("mnist", self._mnist(cfg, ctx, split)))
+            out.data.append(split.info)
+        for part, r in parts:
+            out.measured.update(r["measured"])
+            out.details[part] = r["details"]
+            out.figures += r["figures"]
+            out.notes += r["notes"]
+        return out
 
     # -- 2-D spheres ---------------------------------------------------------------------------
     def train_spheres(
-        self, cfg: WRMConfig, ctx: RunContext, xtr: Tensor, ytr: Tensor
+        self, cfg: Config, ctx: RunContext, xtr: Tensor, ytr: Tensor
     ) -> tuple[dict[str, nn.Module], float, dict[str, list[float]]]:
         """Train the 2-D spheres models (ERM, WRM, then FGM at WRM's budget).
 
         A model that does not fit its training points (clean training accuracy below
-        ``spheres_fit_acc``) is a failed optimisation, not the method's result: the 2-4-2-2 net
-        can get stuck with its boundary open to one side (seed 5 at quick scale: WRM's robust
-        loss flat at 0.45 from step 500 on, training accuracy 0.89, its boundary leaving the
-        window on 103 of 720 rays; ERM and FGM from the same initialisation fit). It is trained
-        again from a fresh initialisation, keeping the data order, at most
-        ``spheres_restarts`` times, for every method alike; the decision reads training data
-        only. If every attempt fails, the most accurate one is kept.
+        ``spheres_fit_acc``) is a failed optimisation, not the method's result (the 2-4-2-2 net
+        can get stuck with its boundary open to one side; docs/wrm.md). It is trained again
+        from a fresh initialisation, keeping the data order, at most ``spheres_restarts`` times,
+        for every method alike; the decision reads training data only. If every attempt fails,
+        the most accurate one is kept.
 
         Returns:
             the trained models by method; FGM's budget eps = sqrt(rho_hat_n(theta_WRM)); and per
@@ -583,7 +552,7 @@ class WRMExperiment(Experiment):
                 eps = math.sqrt(surrogate.rho)  # Eq. 17: eps^2 = rho_hat_n(theta_WRM)
         return models, eps, attempts
 
-    def _spheres(self, cfg: WRMConfig, ctx: RunContext) -> dict[str, Any]:
+    def _spheres(self, cfg: Config, ctx: RunContext) -> dict[str, Any]:
         xtr, ytr = make_spheres(cfg.spheres_n_train, generator=ctx.generator("spheres", "train"))
         xte, yte = make_spheres(cfg.spheres_n_test, generator=ctx.generator("spheres", "test"))
         xte, yte = ctx.holdout(xte, "spheres x_test"), ctx.holdout(yte, "spheres y_test")
@@ -671,7 +640,7 @@ class WRMExperiment(Experiment):
         return {"measured": measured, "details": details, "figures": figures, "notes": notes}
 
     # -- MNIST ---------------------------------------------------------------------------------
-    def _mnist(self, cfg: WRMConfig, ctx: RunContext, split: Split) -> dict[str, Any]:
+    def _mnist(self, cfg: Config, ctx: RunContext, split: Split) -> dict[str, Any]:
         xtr, ytr = split.x_train, split.y_train
         c2 = xtr.flatten(1).norm(dim=1).mean().item()  # C2 = E ||X||_2 (paper: 9.21 on MNIST)
         gamma = cfg.mnist_gamma_c2 * c2
@@ -694,10 +663,8 @@ class WRMExperiment(Experiment):
             models[method] = model.cpu()
             if method == "wrm":
                 n = min(len(xtr), 1000)
-                # Eq. 17 with WRM's own training ascent (adv_steps, no box): at gamma = 0.04 C2
-                # the MNIST inner problem is not strongly concave and a longer ascent keeps
-                # moving (seed 100: rho 0.23 after 5 steps, 1.04 after 50, 1.28 after 50 of
-                # size 1), so the exact Monge map of Eq. 17 is not computable here.
+                # Eq. 17 with WRM's own training ascent (adv_steps, no box): a longer ascent
+                # keeps moving at gamma = 0.04 C2 (seed 100: rho 0.23 / 1.04 after 5 / 50 steps)
                 surrogate, _ = robust_surrogate(
                     model, xtr[:n], ytr[:n], gamma=gamma, steps=cfg.adv_steps, clip=MNIST_CLIP,
                     batch_size=250,
@@ -771,15 +738,9 @@ class WRMExperiment(Experiment):
             ax.scatter(x[show, 0], x[show, 1], c=y[show], s=2, cmap="coolwarm", alpha=0.5)
             ax.contour(xx.numpy(), yy.numpy(), f.numpy(), levels=[0.0], colors="k")
             ax.plot(RADIUS * circle.cos(), RADIUS * circle.sin(), "g--", linewidth=0.8)
-            ax.set_title(method.upper())
-            ax.set_aspect("equal")
-            ax.set_xlim(-3, 3)
-            ax.set_ylim(-3, 3)
+            ax.set(title=method.upper(), aspect="equal", xlim=(-3, 3), ylim=(-3, 3))
         fig.suptitle("decision boundaries (black) and the true boundary ||x|| = sqrt 2 (green)")
-        fig.tight_layout()
-        path, rel = ctx.figure_path("spheres_boundaries.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "spheres_boundaries.png")
 
     def _plot_certificate(self, check: CertificateCheck, ctx: RunContext) -> str:
         fig = Figure(figsize=(5, 3.6))
@@ -789,13 +750,9 @@ class WRMExperiment(Experiment):
         ax.plot(grid, check.gamma * grid + check.train.phi + check.error, label="certificate")
         ax.plot(check.curve.rho, check.curve.worst_loss, "o-", label="test worst case")
         ax.axvline(check.rho_hat, color="grey", linestyle="--", label="rho_hat_n (train)")
-        ax.set_xlabel("rho (Wasserstein radius, squared l2 cost)")
-        ax.set_ylabel("worst-case loss")
+        ax.set(xlabel="rho (Wasserstein radius, squared l2 cost)", ylabel="worst-case loss")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path, rel = ctx.figure_path("spheres_certificate.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "spheres_certificate.png")
 
     def _plot_errors(
         self, errors: dict[str, list[float]], budgets: tuple[float, ...], ctx: RunContext
@@ -804,19 +761,15 @@ class WRMExperiment(Experiment):
         ax = fig.subplots()
         for k, v in errors.items():
             ax.plot(budgets, v, "o-", label=k.upper())
-        ax.set_xlabel("eps / C2 (l2 PGM attack)")
-        ax.set_ylabel("test error")
-        ax.set_yscale("log")
+        ax.set(xlabel="eps / C2 (l2 PGM attack)", ylabel="test error", yscale="log")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path, rel = ctx.figure_path("mnist_pgm_error.png")
-        fig.savefig(path, dpi=100)
-        return rel
+        return ctx.save_figure(fig, "mnist_pgm_error.png")
 
 
-def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    """The full run's pieces (``paperzoo.cost``): each model's (adversarial) training steps and
+    the PGM attacks."""
     from paperzoo.cost import Piece, step
-    from paperzoo.experiments.wrm import mnist_net, spheres_net
 
     sph, mn = spheres_net(), mnist_net(cfg.mnist_width)
     f_sph = step(sph, (cfg.spheres_batch, 2))
