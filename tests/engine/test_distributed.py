@@ -140,9 +140,9 @@ def _record_writers(out: Path) -> None:
 
 def _slow_rank_1() -> None:
     """Rank 1 takes SLOW_S seconds longer over its first disentanglement grid item."""
-    from paperzoo.experiments import disentanglement as dis
+    from paperzoo.experiments.disentanglement import experiment as dis
 
-    real = dis._evaluate_item
+    real = dis.evaluate_item
 
     def evaluate(*args, **kwargs):  # noqa: ANN202
         if dist.get_rank() == 1 and not getattr(evaluate, "slept", False):
@@ -150,7 +150,7 @@ def _slow_rank_1() -> None:
             time.sleep(SLOW_S)
         return real(*args, **kwargs)
 
-    dis._evaluate_item = evaluate
+    dis.evaluate_item = evaluate
 
 
 def _worker(mode: str, out: Path) -> int:

@@ -15,7 +15,9 @@ from paperzoo.data.ground_truth import load_ground_truth
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.disentanglement import CONFIGS, _data_sha256, grid_items, shard_items
+from paperzoo.experiments.disentanglement import CONFIGS
+from paperzoo.experiments.disentanglement.experiment import _data_sha256
+from paperzoo.experiments.disentanglement.study import grid_items, shard_items
 from paperzoo.experiments.runner import get_experiment, run_experiment
 from paperzoo.models.vae import VAE, VAEConfig, train_step
 
@@ -87,7 +89,8 @@ def test_quick_claims_hold(tmp_path: Path) -> None:
 def test_spearman_and_summary_of_records() -> None:
     from scipy.stats import spearmanr
 
-    from paperzoo.experiments.disentanglement import METRICS, spearman, summarize
+    from paperzoo.experiments.disentanglement.config import METRICS
+    from paperzoo.experiments.disentanglement.study import spearman, summarize
 
     x, y = [0.1, 0.4, 0.4, 0.9, 0.3], [1.0, 2.0, 3.0, 2.5, 0.5]
     assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
@@ -114,11 +117,11 @@ def test_spearman_and_summary_of_records() -> None:
 
 def test_random_code_checks_are_two_sided_and_modularity_has_a_measured_zero() -> None:
     from paperzoo.data.ground_truth import Quantized, load_ground_truth
-    from paperzoo.experiments.disentanglement import (
-        PGM_SIZES,
+    from paperzoo.experiments.disentanglement.config import PGM_SIZES
+    from paperzoo.experiments.disentanglement.study import summarize
+    from paperzoo.experiments.disentanglement.training import (
         _FactorsAsObservations,
         _modularity_noise,
-        summarize,
     )
 
     # Noise is not scored 0 by modularity: 20 Gaussian codes on the quick factor samples sit
@@ -235,13 +238,14 @@ def test_data_record_identifies_the_images() -> None:
 
 def test_a_full_dry_run_cuts_every_evaluation_to_a_few_small_batches() -> None:
     from paperzoo.engine import budget
-    from paperzoo.experiments.disentanglement import DRY_RUN_BATCH, _code_factors, _environment
+    from paperzoo.experiments.disentanglement.config import DRY_RUN_BATCH
+    from paperzoo.experiments.disentanglement.training import _code_factors, environment
 
     cfg, ctx = CONFIGS["full"], RunContext(scale="full", dataset="dsprites")
     data = load_ground_truth("dsprites", image_size=16)
     assert len(_code_factors(data, cfg, ctx)[1]) == cfg.code_train == 10000  # no budget: all
     with budget.capped(budget.StepBudget(3)):
         _, f_tr, f_te = _code_factors(data, cfg, ctx)
-        env = _environment(replace(cfg, image_size=16), ctx, "dsprites")
+        env = environment(replace(cfg, image_size=16), ctx, "dsprites")
     assert len(f_tr) == len(f_te) == 3 * DRY_RUN_BATCH["codes"] == 300
     assert len(env.test_pgms) == 3 * DRY_RUN_BATCH["test_puzzles"] == 96
