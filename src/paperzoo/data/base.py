@@ -153,7 +153,8 @@ def load_dataset(
 
     Args:
         name: a name in ``DATASETS`` (``paperzoo.data.DATASETS.names()``).
-        data_root: directory holding the standard file layouts (see DESIGN.md).
+        data_root: directory holding the standard file layouts (docs/running.md, "Outputs,
+            exit codes and data"; ``paperzoo.data.layouts``).
         download: fetch missing files from the canonical source (checksum verified).
         seed: seeds the shuffle/split of sources that have no official split.
     """

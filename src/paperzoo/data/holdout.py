@@ -1,9 +1,10 @@
-"""Test data that cannot be read before the final evaluation (DESIGN.md, "Selection hygiene").
+"""Test data that cannot be read before the final evaluation.
 
-Step sizes, step counts, restarts, early stopping and training-time monitoring are chosen on
-validation data carved from the training set; test data are read only for the final numbers.
-This module makes that checkable. ``guard(x)`` wraps test data so that any computation on them
-raises ``HoldoutAccessError`` unless it runs inside a ``final_evaluation()`` block:
+The rule (docs/verdicts.md, "Selection hygiene"): step sizes, step counts, restarts, early
+stopping and training-time monitoring are chosen on validation data carved from the training set;
+test data are read only for the final numbers. This module makes that checkable. ``guard(x)``
+wraps test data so that any computation on them raises ``HoldoutAccessError`` unless it runs
+inside a ``final_evaluation()`` block:
 
 * a tensor becomes a ``HoldoutTensor`` (a ``torch.Tensor`` subclass). While locked, only data
   plumbing is allowed (shape and dtype queries, ``len``, indexing and slicing, ``.to()``,

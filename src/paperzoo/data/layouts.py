@@ -32,9 +32,9 @@ What is pinned, and from where (no digest here is computed from files of unknown
   loaders publish (see ``paperzoo.data.dsprites``); no SHA-256 or size is published.
 * Symbolic bAbI (the GG-NN authors' 10 folds): SHA-256 and sizes of every file
   ``paperzoo.data.babi.load_official`` reads (the graphs of both splits and the training split's
-  dictionaries; paths relative to ``babi_data/``: point --data-root at it), computed here from the blobs of github.com/chingyaoc/ggnn.pytorch at commit
+  dictionaries), computed here from the blobs of github.com/chingyaoc/ggnn.pytorch at commit
   0c7897fe9b05e9b4f9a963ff55bd3ad917ea734e, ``babi_data/`` (each blob's git SHA-1 checked
-  against the tree first).
+  against the tree first; paths relative to ``babi_data/``: point --data-root at it).
 * ImageNet (ILSVRC2012): counts only (hashing 140 GB per run is not an option): 1,000 class
   folders named by WordNet id (``n`` + 8 digits), the same in train and val, 1,281,167 training
   and 50,000 validation images (Russakovsky et al., IJCV 2015). The loader has no list of the

@@ -1,4 +1,4 @@
-"""Validation splits carved from labelled training data (DESIGN.md, "Selection hygiene").
+"""Validation splits carved from labelled training data (docs/verdicts.md, "Selection hygiene").
 
 A validation split is a seeded random subset of the training data, stratified by class so that
 every class is held out in proportion to its frequency -- never the tail (or head) of the

@@ -5,7 +5,7 @@ Rank 0 alone logs, checkpoints and writes reports.
 Backends. On CPU the process group is gloo. On CUDA it is device-aware, ``cpu:gloo,cuda:nccl``
 (``backend_for``): NCCL serves CUDA tensors only ("No backend type associated with device type
 cpu" for a CPU tensor), so a group of NCCL alone rejects every CPU tensor a helper reduces
-(issue 37: ResNet's ``all_reduce_mean`` of a Python float crashed after its first net on CUDA).
+(ResNet's ``all_reduce_mean`` of a Python float, for one).
 With both, DDP's gradients on the GPU go through NCCL and small CPU values through gloo; the
 helpers here also put their tensors on a device the group serves (``collective_device``).
 

@@ -40,7 +40,7 @@ maximisation solved to a tolerance). Code that must stay float32 inside a traini
 
 The precision in force is process-wide state (a ``ContextVar``), set by the runner around an
 experiment's ``run`` with ``using``; library code reads it with ``active()``. Without ``using``
-everything here is a no-op and code runs in float32, as before this module existed.
+everything here is a no-op and code runs in float32.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ class CrossAttentionBlock(nn.Module):
 
         ``W'_p p`` depends on the position alone: it is computed once for the M positions, not
         for each of the B inputs, and ``mu``, ``s`` need only ``x`` and per-position sums of
-        ``p``. The cost per input element no longer grows with the number of position channels
+        ``p``. The cost per input element does not grow with the number of position channels
         (an implementation choice for speed on CPU: 4x faster than LayerNorm + projections at
         67 channels; the function is the paper's).
 

@@ -28,8 +28,8 @@ different features tie or order as there, and the criterion is computed in sciki
 arithmetic, s_l^2 / n_l + (S - s_l)^2 / n_r with S the node's total (at the root summed in
 sample order, as there).
 Tested: to rounding on integer codes with duplicated columns and a binary factor, and on a
-duplicated continuous latent with a 3-class factor (the former lowest-feature rule was off by
-0.4 to 0.6 in the importances there).
+duplicated continuous latent with a 3-class factor (breaking ties by the lowest feature instead
+is off by 0.4 to 0.6 in the importances there).
 
 What still differs: scikit-learn sometimes takes a left sum as the node total minus the samples
 from the end (a jump over equal values past the middle of the node), orders equal values
