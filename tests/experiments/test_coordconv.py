@@ -7,13 +7,17 @@ import torch
 from paperzoo.data import holdout
 from paperzoo.data.not_so_clevr import all_centres, onehot_images
 from paperzoo.engine import seeded
-from paperzoo.experiments.coordconv import (
-    _SCHEDULES,
-    CoordConvExperiment,
+from paperzoo.experiments.coordconv import CoordConvExperiment
+from paperzoo.experiments.coordconv.config import SCHEDULES
+from paperzoo.experiments.coordconv.training import (
     _accumulating_step,
-    _max_on_hot_pixel,
     _with_l2,
     conv_weights,
+    fit,
+    fit_classifier,
+    fit_regressor,
+    load_data,
+    max_on_hot_pixel,
 )
 from paperzoo.experiments.runner import run_experiment
 from paperzoo.models.coordconv import (
@@ -69,7 +73,7 @@ def test_test_data_are_read_only_in_the_final_evaluation(smoke_ctx):
 def test_validation_is_carved_from_the_training_split(smoke_ctx):
     exp = CoordConvExperiment()
     cfg = exp.config("quick")
-    data = exp.data(cfg, smoke_ctx)
+    data = load_data(cfg, smoke_ctx)
     for kind, (split, train, val, _) in data.items():
         assert len(train) + len(val) == len(split.train)
         assert len(val) == round(cfg.val_fraction * len(split.train))
@@ -78,8 +82,8 @@ def test_validation_is_carved_from_the_training_split(smoke_ctx):
         assert held <= pool, kind
         assert not held & {tuple(c) for c in train.tolist()}
     # seeded: the same seed carves the same validation points, another seed others
-    again = exp.data(cfg, smoke_ctx)["uniform"][2]
-    other = exp.data(cfg, dataclasses.replace(smoke_ctx, seed=1))["uniform"][2]
+    again = load_data(cfg, smoke_ctx)["uniform"][2]
+    other = load_data(cfg, dataclasses.replace(smoke_ctx, seed=1))["uniform"][2]
     assert torch.equal(again, data["uniform"][2]) and not torch.equal(other, again)
 
 
@@ -139,15 +143,15 @@ def test_micro_batches_all_reduce_once_per_step_under_ddp():
 def test_quick_scale_classifier_generalises_to_the_held_out_quadrant(tmp_path):
     """The knife edge of issue 16: the CoordConv classifier alone, quick config, seed 0."""
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.coordconv import _classification_acc
+    from paperzoo.experiments.coordconv.training import classification_acc
 
     exp = CoordConvExperiment()
     cfg = exp.config("quick")
     ctx = RunContext(scale="quick", out_dir=tmp_path, quiet=True)
-    _, train, val, test = exp.data(cfg, ctx)["quadrant"]
-    model, _ = exp.fit_classifier("quadrant", "coordconv", train, val, cfg, ctx)
+    _, train, val, test = load_data(cfg, ctx)["quadrant"]
+    model, _ = fit_classifier("quadrant", "coordconv", train, val, cfg, ctx)
     with ctx.final_evaluation():
-        assert _classification_acc(model, test) >= 0.99
+        assert classification_acc(model, test) >= 0.99
 
 
 @pytest.mark.parametrize(("switch", "tracked"), [(0, 0), (2, 2), (None, 4)])
@@ -162,7 +166,7 @@ def test_deconv_batch_norms_freeze_their_running_stats_at_the_switch(smoke_ctx, 
     def loss_fn(m, batch):
         return torch.nn.functional.cross_entropy(m(batch[0]).flatten(1), batch[1])
 
-    exp._train(
+    fit(
         f"bn-switch-{switch}", model, (coords, target), loss_fn, lambda m: {"val": 0.0},
         steps=4, lr=1e-3, batch_size=8, cfg=exp.config("smoke"), ctx=smoke_ctx,
         running_stats_from=switch,
@@ -198,7 +202,7 @@ def test_regressors_train_the_same_function_in_channels_last(smoke_ctx):
         with seeded(0):
             models[layout] = ConvRegressor().double()
         initial = [p.detach().clone() for p in models[layout].parameters()]
-        exp._train(
+        fit(
             f"layout-{layout}", models[layout], (images, target), loss_fn, lambda m: {},
             steps=3, lr=1e-3, batch_size=8, cfg=exp.config("smoke"), ctx=smoke_ctx,
             channels_last=layout,
@@ -231,11 +235,11 @@ def test_max_on_hot_pixel_tells_where_the_max_pool_reads():
             k = conv.kernel_size[0] // 2
             conv.weight[range(n), range(n), k, k] = 1.0  # channels 0-2 (x, i, j) pass through
         convs[-1].weight[:, 0, 1, 1] = 10.0  # the hot pixel dominates both outputs
-    assert _max_on_hot_pixel(model, centres) == 1.0
+    assert max_on_hot_pixel(model, centres) == 1.0
     with torch.no_grad():
         convs[-1].weight[:, 0, 1, 1] = 0.0
         convs[-1].weight[:, 1, 1, 1] = 1.0  # only the row ramp: the maximum sits on the last row
-    assert _max_on_hot_pixel(model, centres) < 0.1
+    assert max_on_hot_pixel(model, centres) < 0.1
 
 
 def test_l2_penalty_is_on_conv_weights_only():
@@ -265,10 +269,10 @@ def test_l2_penalty_is_on_conv_weights_only():
 
 
 def test_schedules():
-    assert _SCHEDULES["constant"](10) is None
-    cosine = _SCHEDULES["cosine"](10)
+    assert SCHEDULES["constant"](10) is None
+    cosine = SCHEDULES["cosine"](10)
     assert cosine(0) == 1.0 and abs(cosine(10)) < 1e-12
-    step = _SCHEDULES["step"](1000)  # the authors': x0.1 every 200 of 1,000 epochs, 4 times
+    step = SCHEDULES["step"](1000)  # the authors': x0.1 every 200 of 1,000 epochs, 4 times
     assert [step(s) for s in (0, 199, 200, 400, 600, 800, 999)] == pytest.approx(
         [1.0, 1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-4]
     )
@@ -279,7 +283,7 @@ def test_schedules():
 def test_regression_trains_with_the_configured_adam_and_penalty(smoke_ctx, monkeypatch):
     """The CoordConv regressor and its twin use ``reg_betas``, ``reg_l2`` and
     ``reg_schedule``; the conv regressor ``adam_betas``, ``conv_reg_l2`` and ``schedule``."""
-    import paperzoo.experiments.coordconv as cc
+    import paperzoo.experiments.coordconv.training as cc
 
     seen = []
     real_adam, real_l2 = torch.optim.Adam, cc._with_l2
@@ -299,9 +303,9 @@ def test_regression_trains_with_the_configured_adam_and_penalty(smoke_ctx, monke
         exp.config("smoke"), reg_betas=(0.5, 0.9), reg_l2=3e-5, adam_betas=(0.8, 0.95),
         conv_reg_l2=0.0,
     )  # fmt: skip
-    _, train, val, _ = exp.data(cfg, smoke_ctx)["quadrant"]
-    exp.fit_regressor("coordconv", train[:16], val[:4], cfg, smoke_ctx)
-    exp.fit_regressor("conv", train[:16], val[:4], cfg, smoke_ctx)
+    _, train, val, _ = load_data(cfg, smoke_ctx)["quadrant"]
+    fit_regressor("coordconv", train[:16], val[:4], cfg, smoke_ctx)
+    fit_regressor("conv", train[:16], val[:4], cfg, smoke_ctx)
     assert seen == [("adam", (0.5, 0.9)), ("l2", 3e-5), ("adam", (0.8, 0.95))]
 
 
@@ -346,7 +350,7 @@ def test_full_scale_trains_on_the_authors_splits_without_a_hold_out(smoke_ctx):
     and counts the authors' epochs with their partial last batch (ceil(n / batch) an epoch)."""
     exp = CoordConvExperiment()
     full = exp.config("full")
-    data = exp.data(full, dataclasses.replace(smoke_ctx, scale="full"))
+    data = load_data(full, dataclasses.replace(smoke_ctx, scale="full"))
     sizes = {k: (len(train), len(val), len(test)) for k, (_, train, val, test) in data.items()}
     assert sizes == {"quadrant": (2407, 0, 729), "uniform": (2368, 0, 768)}
     assert full.partial_batches and full.split_protocol == "authors"
