@@ -102,7 +102,8 @@ def test_cifar_part_on_files_in_the_real_format(tmp_path):
     from dataclasses import replace
 
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.obfuscated_gradients import CifarConfig, _run_cifar
+    from paperzoo.experiments.obfuscated_gradients import CifarConfig
+    from paperzoo.experiments.obfuscated_gradients.training import run_cifar
 
     here = Path(__file__).resolve().parents[1] / "data" / "test_cifar.py"
     spec = importlib.util.spec_from_file_location("_obf_cifar_fixture", here)
@@ -118,7 +119,7 @@ def test_cifar_part_on_files_in_the_real_format(tmp_path):
     ctx = RunContext(
         scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data", guard_test=True
     )
-    measured, details, info = _run_cifar(c, ctx)
+    measured, details, info = run_cifar(c, ctx)
     ids = {
         x.id for x in get_experiment("obfuscated-gradients").claims if x.id.startswith("cifar10.")
     }
@@ -136,7 +137,7 @@ def test_attacks_in_batches_cover_every_example_once():
     import torch
 
     from paperzoo.adversarial.attacks import PGD
-    from paperzoo.experiments.obfuscated_gradients import _perturb
+    from paperzoo.experiments.obfuscated_gradients.training import _perturb
 
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3))
     x, y = torch.rand(7, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1, 2, 0])
@@ -238,12 +239,12 @@ def test_dry_run_attacks_batches_small_enough_for_eot(tmp_path):
     # attack (EOT repeats its batch eot_samples times in one pass through the wide ResNet).
     from paperzoo.engine import budget
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.obfuscated_gradients import _run_cifar
+    from paperzoo.experiments.obfuscated_gradients.training import run_cifar
 
     c = _tiny_cifar(tmp_path)
     ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
     with budget.capped(budget.StepBudget(2)):
-        _, details, _ = _run_cifar(c, ctx)
+        _, details, _ = run_cifar(c, ctx)
     small = min(c.eot_batch, c.eval_batch // c.eot_samples)
     assert small == 3 and details["n_eval"] == details["n_eval_pgd_at"] == 2 * small
 
@@ -252,7 +253,7 @@ def test_dry_run_of_the_mnist_part_splits_eot_calls(smoke_ctx, monkeypatch):
     # --max-steps N: the MNIST part's attacks run attack_batch / eot_samples images per call (a
     # full-scale dry run held 11 GB with 150 images x 30 draws in one call).
     from paperzoo.engine import budget
-    from paperzoo.experiments import obfuscated_gradients as og
+    from paperzoo.experiments.obfuscated_gradients import training as og
 
     batches: list[int | None] = []
     orig = og._perturb
@@ -265,7 +266,7 @@ def test_dry_run_of_the_mnist_part_splits_eot_calls(smoke_ctx, monkeypatch):
     exp = get_experiment("obfuscated-gradients")
     cfg = exp.config("smoke")
     with budget.capped(budget.StepBudget(2)):
-        exp._run_mnist("mnist5k", cfg, smoke_ctx)
+        og.run_mnist("mnist5k", cfg, smoke_ctx)
     assert set(batches) == {cfg.batch_size // cfg.eot_samples}
 
 
@@ -313,7 +314,7 @@ def test_pgd_at_trains_against_the_authors_attack(tmp_path, monkeypatch):
     from paperzoo.adversarial.defenses import adversarial_training as at_mod
     from paperzoo.data import load_dataset
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments import obfuscated_gradients as og
+    from paperzoo.experiments.obfuscated_gradients import training as og
 
     built: list[tuple[float, float, int, bool]] = []
     seen: list[torch.Tensor] = []
@@ -331,8 +332,8 @@ def test_pgd_at_trains_against_the_authors_attack(tmp_path, monkeypatch):
     c = replace(_tiny_cifar(tmp_path), at_attack_steps=10, steps=3)
     ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
     split = load_dataset("cifar10", data_root=ctx.data_root, seed=0)
-    model = og._cifar_models(c, ctx, split.num_classes)["pgd_at"]
-    og._train_cifar("pgd_at", model, c, ctx, split.x_train, split.y_train)
+    model = og.cifar_models(c, ctx, split.num_classes)["pgd_at"]
+    og.train_cifar("pgd_at", model, c, ctx, split.x_train, split.y_train)
     assert built == [(8 / 255, 2 / 255, 10, True)] * 3
     # the attack sees augmented images (a crop of the zero-padded image or a mirror), not the
     # raw training rows
