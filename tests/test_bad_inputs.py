@@ -32,7 +32,7 @@ from safetensors.torch import save_file
 from scipy.io import savemat
 
 from paperzoo.cli import main
-from paperzoo.report import ClaimResult, Result
+from paperzoo.verdict import ClaimResult, Result
 
 HERE = Path(__file__).resolve().parent
 BABI_FIXTURES = HERE / "fixtures" / "babi"

@@ -234,7 +234,7 @@ def test_bad_overrides_exit_2(argv, message, capsys, tmp_path):
 
 
 def _shard_result(seed: int, k: int, n: int = 2):
-    from paperzoo.report import ClaimResult, Result
+    from paperzoo.verdict import ClaimResult, Result
 
     return Result(
         paper="resnet", title="T", scale="quick", seeds=[seed], device="cpu", wall_seconds=1.0,

@@ -72,7 +72,7 @@ def test_list_json_prices_every_full_run(capsys):
 
 def test_a_full_max_steps_run_prints_its_measure_beside_the_price():
     from paperzoo.cli import _priced_line
-    from paperzoo.report import Result
+    from paperzoo.verdict import Result
 
     priced = cached_costs()["perceiver"]["gpu_hours"]
     r = Result("perceiver", "t", "full", [0], "cuda:0", 1.0, "0", "2", [], [], precision="bf16")

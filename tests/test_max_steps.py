@@ -21,8 +21,8 @@ from torch import nn
 
 from paperzoo.cli import main
 from paperzoo.engine import TrainConfig, Trainer, budget
-from paperzoo.report import aggregate, load_result
 from paperzoo.summary import render_summary_markdown
+from paperzoo.verdict import aggregate, load_result
 
 HERE = Path(__file__).resolve().parent
 

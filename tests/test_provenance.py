@@ -68,7 +68,7 @@ def test_the_host_names_the_cpu_and_its_cores(tmp_path):
 
 def test_results_record_the_host_and_aggregates_keep_it(tmp_path):
     from paperzoo.cli import main
-    from paperzoo.report import load_result
+    from paperzoo.verdict import load_result
 
     out = tmp_path / "agg"
     args = ["reproduce", "coordconv", "--scale", "smoke", "--seeds", "0-1", "--quiet"]

@@ -4,7 +4,7 @@
 
 Reads every results/*-quick, results/*-quick-2threads and results/*-full* directory that holds
 a results.json (a quick finding counts only where its one- and two-thread runs agree:
-``paperzoo.summary.mark_unstable``) and writes
+``paperzoo.verdict.counts``) and writes
 
 - results/index.html: the front page (`paperzoo.summary.render_summary_html`);
 - docs/results.md: the same as Markdown, every finding at every scale;
@@ -20,8 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from paperzoo.report import load_result
 from paperzoo.summary import render_summary_html, render_summary_markdown
+from paperzoo.verdict import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"

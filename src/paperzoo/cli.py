@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from paperzoo.utils.allocator import tune_allocator
 
 if TYPE_CHECKING:
-    from paperzoo.report import Result
+    from paperzoo.verdict import Result
 
 log = logging.getLogger("paperzoo")
 
@@ -429,7 +429,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     from paperzoo.engine import init_distributed, seed_everything
     from paperzoo.engine.precision import default_precision
     from paperzoo.experiments import EXPERIMENTS, RunContext
-    from paperzoo.experiments.runner import aggregate_dirs, run_experiment, run_seeds
+    from paperzoo.experiments.runner import run_experiment, run_seeds
+    from paperzoo.verdict import merge_dirs
 
     if args.all == bool(args.name):
         raise UsageError("give either a paper NAME or --all")
@@ -506,7 +507,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                 result = run_experiment(name, ctx, overrides)
             if multi and dist.is_main:
                 seed_dirs = [out / f"seed-{s}" for s in seeds]
-                result = aggregate_dirs(seed_dirs, out, command=args.command_line)
+                result = merge_dirs(seed_dirs, out, command=args.command_line)
         if dist.is_main:
             _print_table(result, out)
             not_holding += [
@@ -545,11 +546,12 @@ def _check_run(name: str, args: argparse.Namespace) -> None:
 
 def _print_table(result: Result, out: Path) -> None:
     from paperzoo.report import headline
+    from paperzoo.verdict import counts
 
     w = sys.stdout.write
     seeds = ", ".join(map(str, result.seeds))
     w(f"\n{result.title}  [{result.scale}, seeds {seeds}, {result.wall_seconds:.1f} s]\n")
-    w(f"{headline(result)}\n")
+    w(f"{headline(counts(result, run_dir=out))}\n")
     if result.partial is not None:
         est = result.partial.get("estimate_seconds")
         where = result.partial.get("device")
@@ -618,15 +620,7 @@ def _check_out_dir(out: Path | None) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import aggregate_dirs, build_result, get_experiment
-    from paperzoo.report import (
-        check_same_run,
-        combine_partial,
-        format_seeds,
-        load_result,
-        write_report,
-    )
+    from paperzoo.verdict import merge_dirs
 
     _check_out_dir(args.out)
     out = args.out.resolve()
@@ -634,86 +628,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
         if d.resolve() == out or out in d.resolve().parents:
             raise UsageError(f"--out {args.out} is one of the runs merged ({d}): choose another")
     try:
-        results = [load_result(d) for d in args.dirs]
+        result = merge_dirs(args.dirs, args.out, command=args.command_line)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    papers = {r.paper for r in results}
-    scales = {r.scale for r in results}
-    if len(papers) != 1 or len(scales) != 1:
-        raise UsageError(
-            f"runs to merge must come from one paper and scale, got {sorted(papers)} / {sorted(scales)}"
-        )
-    sharded = {r.shard is not None for r in results}
-    if sharded == {False}:  # seed runs (or aggregates of seed runs) -> one aggregate
-        try:
-            result = aggregate_dirs(list(args.dirs), args.out, command=args.command_line)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-        _print_table(result, args.out)
-        return 0
-    if sharded != {True}:
-        raise UsageError("cannot merge shards of a grid with whole runs")
-    try:
-        check_same_run(results, "shards")
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    grid = {r.shard[1] for r in results if r.shard is not None}
-    merged = sorted(r.shard[0] for r in results if r.shard is not None)
-    if len(grid) != 1 or len(set(merged)) != len(merged):
-        raise UsageError(
-            "shards to merge must come from one grid (one N in --shard K/N) and be distinct, got "
-            + ", ".join(f"{r.shard[0]}/{r.shard[1]}" for r in results if r.shard is not None)
-        )
-    if any(r.config != results[0].config or r.overrides != results[0].overrides for r in results):
-        raise UsageError("shards to merge must share one config (they ran different settings)")
-    exp = get_experiment(papers.pop())
-    if len({tuple(r.seeds) for r in results}) > 1:
-        raise UsageError(
-            "shards to merge must come from one seed, got seeds "
-            + ", ".join(
-                f"{format_seeds(r.seeds)} ({d})" for r, d in zip(results, args.dirs, strict=True)
-            )
-        )
-    raw = [json.loads((d / "results.json").read_text()) for d in args.dirs]
-    first = results[0]
-    ctx = RunContext(
-        scale=scales.pop(),
-        seed=first.seeds[0],
-        out_dir=args.out,
-        part=first.part,
-        command=args.command_line,
-        precision=first.precision,  # check_same_run: every shard ran at it
-    )
-    try:
-        outcome = exp.merge(raw, ctx)
-    except (KeyError, TypeError, ValueError) as err:  # shards whose details are not as written
-        dirs = ", ".join(map(str, args.dirs))
-        raise UsageError(f"cannot merge the shards in {dirs}: {err!r}") from None
-    wall = sum(r.wall_seconds for r in results)
-    result = build_result(exp, outcome, ctx, wall)
-    caps = {r.partial["max_steps"] if r.partial else None for r in results}
-    if len(caps) > 1:
-        raise UsageError(
-            f"shards to merge must share one --max-steps, got {sorted(map(str, caps))}"
-        )
-    result.partial = combine_partial([r.partial for r in results])
-    # what ran is what the shards ran: their code, setting, config and overrides
-    result.commit, result.source_sha256 = first.commit, first.source_sha256
-    result.setting_note, result.config, result.overrides = (
-        first.setting_note,
-        first.config,
-        first.overrides,
-    )
-    result.shards = {"n": grid.pop(), "merged": merged}
-    write_report(result, args.out)
     _print_table(result, args.out)
     return 0
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from paperzoo.report import load_result
     from paperzoo.summary import render_summary_html, render_summary_markdown
     from paperzoo.utils.io import atomic_write_text
+    from paperzoo.verdict import load_result
 
     if args.html is not None and args.html.is_dir():
         raise UsageError(f"--html {args.html} is a directory; give a file name")

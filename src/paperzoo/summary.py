@@ -12,27 +12,23 @@ renders one page (Markdown on stdout, HTML in ``FILE``) that says, per paper:
 - each finding's paper number, our mean ± std, the target and the verdict at each scale;
 - links, relative to the page, to each run's ``report.md`` and its per-seed figure.
 
-The page does not believe the files it reads (``rejudge``, ``mark_unstable``):
-
-- every verdict is recomputed from the stored per-seed values against the target the code
-  declares for that claim at that scale (a stored target that differs is flagged and ignored;
-  a declared finding the run lacks is "not measured"), with the paper-number status the code
-  declares (an unverified number does not count at full scale);
-- an aggregate whose seed runs lie beside it (``seed_dirs``) is checked against them: a
-  mismatch is shown and the run does not count;
-- a quick finding counts only where the runs at one and at two threads per process give the
-  same verdict; a flip is shown as ``unstable``, with both values, and does not count; a quick
-  run with no twin at another thread count does not count.
+Whether a run counts, and which of its findings are reproduced, is ``paperzoo.verdict.counts``,
+given the paper's other quick runs: the page shows its answer, the same one ``reproduce`` prints
+and report.md states. The page does not believe the files it reads: every verdict is recomputed
+against the claims the code declares (a stored target that differs is flagged), an aggregate is
+checked against the seed runs beside it, a run of a config the code no longer declares does not
+count, and a quick finding counts only where the runs at one and at two threads per process give
+the same verdict (a flip is shown as ``unstable``, with both values; a quick run with no twin at
+another thread count does not count).
 
 Verdicts are coloured by CSS classes (``v-holds``, ``v-fragile``, ``v-fails``,
 ``v-not-measured``, ``v-reported``), never by emoji: headless browsers without an emoji font
 draw those as empty boxes. Nothing here judges a claim: the verdicts are the ones
-``paperzoo.report`` computed.
+``paperzoo.verdict`` computed.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,22 +38,19 @@ from typing import Any
 from urllib.parse import quote
 
 from paperzoo.experiments.base import Experiment, NotRun
-from paperzoo.report import (
+from paperzoo.utils.format import format_number
+from paperzoo.verdict import (
     MIN_SEEDS_REPRODUCED,
     ClaimResult,
+    Count,
     Result,
+    counts,
     format_seeds,
-    load_result,
     run_label,
+    threads_of,
 )
 
-__all__ = [
-    "mark_unstable",
-    "rejudge",
-    "render_summary_html",
-    "render_summary_markdown",
-    "threads_of",
-]
+__all__ = ["render_summary_html", "render_summary_markdown"]
 
 _VERDICT_CLASS = {
     "holds": "v-holds",
@@ -69,213 +62,32 @@ _VERDICT_CLASS = {
 }
 
 
-# -- re-judging: the stored verdicts are not believed ----------------------------------------------
-
-
-def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[str]]:
-    """``result`` judged again against what the code declares, and the problems found.
-
-    Each claim's per-seed values are judged against the target its ``ClaimSpec`` declares at
-    the run's scale (and part), with the spec's statement, paper number and ``unverified``
-    mark; a stored target that differs is flagged. A claim the code no longer declares is
-    dropped (flagged); a declared one the run lacks is "not measured". Where ``run_dir`` holds
-    the aggregate's seed runs (``seed_dirs``), their values must equal the aggregate's.
-
-    Returns:
-        (the re-judged result, one line per problem). Problems that make the run not count
-        start with "not counted: " (an unknown paper, an aggregate that disagrees with its
-        seed runs); the others are flags shown beside the run.
-    """
-    from dataclasses import replace
-
-    from paperzoo.experiments import EXPERIMENTS, RunContext
-
-    problems: list[str] = []
-    if result.paper not in EXPERIMENTS:
-        return result, [f"not counted: paper {result.paper!r} is not declared by this paperzoo"]
-    exp = EXPERIMENTS.create(result.paper)
-    try:
-        specs = exp.claims_at(RunContext(scale=result.scale, part=result.part))
-    except ValueError as err:
-        return result, [f"not counted: {err}"]
-    stored = {c.id: c for c in result.claims}
-    n = len(result.seeds)
-    claims: list[ClaimResult] = []
-    for spec in specs:
-        target = spec.target_at(result.scale)
-        old = stored.pop(spec.id, None)
-        if old is None:
-            problems.append(f"{spec.id}: declared at {result.scale} but not in this run")
-            values: list[Any] = [None] * n
-            why: list[str | None] | None = ["not in this run"] * n
-        else:
-            values, why = list(old.per_seed), old.why_not_measured
-            if old.target != target:
-                problems.append(
-                    f"{spec.id}: stored target {old.target!r} is not the declared {target!r} "
-                    "(judged against the declared one)"
-                )
-            if old.kind != spec.kind:
-                problems.append(f"{spec.id}: stored as a {old.kind}, declared a {spec.kind}")
-        try:
-            claims.append(
-                ClaimResult(
-                    spec.id,
-                    spec.statement,
-                    spec.paper,
-                    values,
-                    target,
-                    spec.kind,
-                    unverified=spec.unverified,
-                    why_not_measured=why,
-                )  # fmt: skip
-            )
-        except ValueError as err:  # a value of the wrong type for the declared target
-            problems.append(f"not counted: {err}")
-            return result, problems
-    problems += [f"{cid}: stored but no longer declared (not shown)" for cid in stored]
-    if not result.overrides and result.config:
-        problems += _config_drift(result, exp.config(result.scale))
-    threads = result.threads
-    if run_dir is not None and result.seed_dirs:
-        found, threads_seen = _check_against_seeds(result, run_dir)
-        problems += found
-        if threads is None and len(threads_seen) == 1:  # an aggregate made by merge
-            threads = threads_seen.pop()
-    return replace(result, claims=claims, threads=threads), problems
-
-
-def _config_drift(result: Result, declared: Any) -> list[str]:
-    """``not counted: ...`` when a field the run recorded differs from the config the code now
-    declares at its scale: it ran another protocol (e.g. restarts that became a variant). Fields
-    added after the run are not compared (the run could not record them)."""
-    import json
-
-    from paperzoo.experiments.overrides import config_to_dict
-
-    current = config_to_dict(declared)
-    changed = [
-        k
-        for k in result.config
-        if k in current
-        and json.dumps(result.config[k], sort_keys=True) != json.dumps(current[k], sort_keys=True)
-    ]
-    if not changed:
-        return []
-    shown = ", ".join(
-        f"{k} {json.dumps(result.config[k])[:40]} -> {json.dumps(current[k])[:40]}"
-        for k in changed[:3]
-    )
-    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-    return [
-        f"not counted: it ran a {result.scale} config the code no longer declares ({shown}{more})"
-    ]
-
-
-def _check_against_seeds(result: Result, run_dir: Path) -> tuple[list[str], set[int | None]]:
-    """Problems (``not counted: ...``) where an aggregate's per-seed values, seeds or code
-    differ from the seed runs it lists; and the thread counts its seed runs were made at."""
-    values: dict[str, list[Any]] = {c.id: [] for c in result.claims}
-    seeds: list[int] = []
-    threads: set[int | None] = set()
-    for d in result.seed_dirs:
-        try:
-            run = load_result(run_dir / d)
-        except ValueError as err:
-            return [f"not counted: its seed run {d} cannot be read ({err})"], threads
-        if (run.commit, run.source_sha256) != (result.commit, result.source_sha256):
-            return [f"not counted: its seed run {d} is of other code ({run.commit})"], threads
-        threads.add(threads_of(run))
-        seeds += run.seeds
-        got = {c.id: c.per_seed for c in run.claims}
-        for cid, vals in values.items():
-            vals += got.get(cid, [None] * len(run.seeds))
-    if seeds != list(result.seeds):
-        return [f"not counted: seeds {result.seeds} but its seed runs hold {seeds}"], threads
-    for c in result.claims:
-        if _canon(values[c.id]) != _canon(c.per_seed):
-            why = f"not counted: {c.id} per seed {c.per_seed} but its seed runs say {values[c.id]}"
-            return [why], threads
-    return [], threads
-
-
-def _canon(values: list[Any]) -> list[Any]:
-    return [None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
-            for v in values]  # fmt: skip
-
-
-def threads_of(result: Result) -> int | None:
-    """Torch threads per process of a run: recorded (``threads``) or read from its command's
-    ``--threads N``; None when unknown."""
-    if result.threads is not None:
-        return result.threads
-    words = (result.command or "").split()
-    for i, w in enumerate(words[:-1]):
-        if w == "--threads" and words[i + 1].isdigit():
-            return int(words[i + 1])
-        if w.startswith("--threads="):
-            return int(w.split("=", 1)[1]) if w.split("=", 1)[1].isdigit() else None
-    return None
-
-
-def mark_unstable(runs: Sequence[tuple[Result, str]]) -> tuple[dict[str, str], str | None]:
-    """Compare the verdicts of quick runs of one paper (and part) made at different thread
-    counts: (claim id -> why it is unstable, a reason none counts or None).
-
-    Args:
-        runs: (re-judged result, a label such as its directory name) of the runs that count
-            otherwise.
-
-    Returns:
-        The findings whose verdict differs between the runs, each with every run's verdict and
-        mean; and, when the runs do not cover two thread counts, why none of them counts.
-    """
-    threads = {threads_of(r) for r, _ in runs}
-    if len(threads - {None}) < 2:
-        known = ", ".join(f"{t} thread{'s' if t != 1 else ''}" for t in sorted(threads - {None}))
-        return {}, (
-            "not confirmed at a second thread count (a quick verdict counts where runs at one "
-            f"and at two threads per process agree; given: {known or 'thread count unknown'})"
-        )
-    unstable: dict[str, str] = {}
-    ids = dict.fromkeys(c.id for r, _ in runs for c in r.findings)
-    for cid in ids:
-        cells = [
-            (r, label, next((c for c in r.findings if c.id == cid), None)) for r, label in runs
-        ]
-        verdicts = {c.verdict if c else None for _, _, c in cells}
-        if len(verdicts) > 1:
-            unstable[cid] = "; ".join(
-                f"{c.verdict} {c.holds_on}/{len(c.per_seed)}, mean {_num(c.mean)} "
-                f"at {threads_of(r)} thread{'s' if threads_of(r) != 1 else ''} ({label})"
-                if c else f"absent ({label})"
-                for r, label, c in cells
-            )  # fmt: skip
-    return unstable, None
-
-
 # -- the page's model: papers, their runs, the reasons --------------------------------------------
 
 
 @dataclass
 class _Run:
-    result: Result  # re-judged against the declared claims (``rejudge``)
+    count: Count  # ``paperzoo.verdict.counts`` of the run, given its paper's other quick runs
     dir: Path | None
-    problems: tuple[str, ...] = ()  # what ``rejudge`` found
-    unstable: tuple[tuple[str, str], ...] = ()  # (claim id, both verdicts) of flipped findings
-    twin_missing: str | None = None  # why a quick run counts not at all (no other thread count)
+
+    @property
+    def result(self) -> Result:
+        return self.count.result  # re-judged against the declared claims
 
     @property
     def reason(self) -> str | None:
-        stop = [p.removeprefix("not counted: ") for p in self.problems if p.startswith("not c")]
-        return self.result.not_counted_reason() or (stop[0] if stop else None) or self.twin_missing
+        return self.count.reason
 
     @property
     def flags(self) -> list[str]:
-        return [p for p in self.problems if not p.startswith("not counted: ")]
+        return list(self.count.flags)
+
+    @property
+    def unstable(self) -> tuple[tuple[str, str], ...]:
+        return self.count.unstable
 
     def why_unstable(self, cid: str) -> str | None:
-        return dict(self.unstable).get(cid)
+        return self.count.why_unstable(cid)
 
     @property
     def part(self) -> str | None:
@@ -292,11 +104,8 @@ class _Run:
     def counts(self) -> tuple[int, int]:
         """(findings reproduced, findings): holding, stable and on verified paper numbers where
         the run counts; holding where it does not (its headline then says "holding")."""
-        findings = self.result.findings
-        if self.reason is not None:
-            return sum(c.verdict == "holds" for c in findings), len(findings)
-        ok = [c for c in self.result.reproduced() if self.why_unstable(c.id) is None]
-        return len(ok), len(findings)
+        c = self.count
+        return (len(c.reproduced) if c.counted else c.holding), c.findings
 
 
 @dataclass
@@ -316,23 +125,16 @@ class _Paper:
 def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> list[_Paper]:
     if dirs is not None and len(dirs) != len(results):
         raise ValueError(f"{len(results)} results but {len(dirs)} directories")
+    where: list[Path | None] = (
+        [Path(d) for d in dirs] if dirs is not None else [None] * len(results)
+    )
+    quick = [(r, d) for r, d in zip(results, where, strict=True) if r.scale == "quick"]
     by_name: dict[str, _Paper] = {}
-    for i, r in enumerate(results):
+    for r, d in zip(results, where, strict=True):
         paper = by_name.setdefault(r.paper, _Paper(r.paper, r.title, [], [], [], ()))
-        where = None if dirs is None else Path(dirs[i])
-        judged, problems = rejudge(r, where)
-        run = _Run(judged, where, tuple(problems))
+        run = _Run(counts(r, run_dir=d, twins=[q for q in quick if q[0].paper == r.paper]), d)
         {"quick": paper.quick, "full": paper.full}.get(r.scale, paper.other).append(run)
     for paper in by_name.values():
-        for part in dict.fromkeys(run.part for run in paper.quick):
-            twins = [run for run in paper.quick if run.part == part and run.reason is None]
-            if not twins:
-                continue
-            unstable, missing = mark_unstable(
-                [(run.result, run.dir.name if run.dir else run.label) for run in twins]
-            )
-            for run in twins:
-                run.unstable, run.twin_missing = tuple(unstable.items()), missing
         done = {run.part for run in paper.full}
         declared = _declared(paper.name)
         if None in done or declared is None:  # a full run of the whole paper, or unknown paper
@@ -356,23 +158,7 @@ def _declared(name: str) -> Experiment | None:
 
 
 def _num(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        if v == 0:
-            return "0"
-        if abs(v) >= 1e5 or abs(v) < 1e-3:
-            return f"{v:.2g}"
-        return f"{v:.4g}"
-    return str(v)
+    return format_number(v, sci_digits=2)
 
 
 def _spread(c: ClaimResult) -> str:
@@ -418,7 +204,7 @@ def _headline(run: _Run) -> str:
     k, n = run.counts()
     what = run_label(run.result)
     if run.reason is None:
-        unverified = run.result.holding_unverified()
+        unverified = run.count.unverified
         extra = f"; {unverified} more hold on unverified paper numbers" if unverified else ""
         extra += f"; {len(run.unstable)} unstable, not counted" if run.unstable else ""
         return f"{k} of {n} findings reproduced ({what}{extra})"
@@ -507,7 +293,7 @@ def render_summary_markdown(
     paper's findings with one column group per run.
 
     Args:
-        results: runs as read by ``paperzoo.report.load_result``, any papers and scales.
+        results: runs as read by ``paperzoo.verdict.load_result``, any papers and scales.
         dirs: the run directory of each result (same order), for the links to its report.
         base: the directory of the page the Markdown goes into; links are made relative to it
             (None: the directories as given).
@@ -728,7 +514,7 @@ def render_summary_html(
     findings table with one column group per run.
 
     Args:
-        results: runs as read by ``paperzoo.report.load_result``, any papers and scales.
+        results: runs as read by ``paperzoo.verdict.load_result``, any papers and scales.
         dirs: the run directory of each result (same order), for links and figures.
         base: the directory the HTML file is written to; links are relative to it (None: the
             directories as given).

@@ -272,7 +272,7 @@ def test_precision_is_part_of_the_run_identity_and_merge_refuses_mixed(tmp_path)
 
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.runner import resolve_config, run_spec
-    from paperzoo.report import Result, check_same_run
+    from paperzoo.verdict import Result, check_same_run
 
     ctx = RunContext(scale="smoke", out_dir=tmp_path)
     cfg = resolve_config("coordconv", "smoke")

@@ -85,7 +85,7 @@ def test_full_config_is_the_paper_model_and_its_first_steps_run(tmp_path: Path):
 
 def test_full_scale_reads_binarized_mnist_and_its_bounds_are_one_sided():
     # Full: the paper's MNIST from --data-root (not the embedded digits); quick: the embedded.
-    from paperzoo.report import evaluate_target
+    from paperzoo.verdict import evaluate_target
 
     exp = DRAWExperiment()
     assert exp.paper_data == "mnist"

@@ -111,7 +111,7 @@ def test_quick_data_are_digits_pooled_to_7x7(tmp_path: Path) -> None:
 def test_full_test_error_targets_are_one_sided() -> None:
     # Beating the paper is no failure: ResNet-110 at 6.0 % (paper 6.43) holds; it failed against
     # the two-sided "within 10% of 6.43" before. Above the paper plus 10 % still fails.
-    from paperzoo.report import evaluate_target
+    from paperzoo.verdict import evaluate_target
 
     claims = {c.id: c for c in ResNetExperiment.claims}
     t110 = claims["test_err.resnet110"].target_at("full")

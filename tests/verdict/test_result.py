@@ -3,20 +3,20 @@ import math
 
 import pytest
 
-from paperzoo.report import (
+from paperzoo.experiments.base import ClaimSpec
+from paperzoo.report import headline, render_markdown, write_report
+from paperzoo.verdict import (
     ClaimResult,
     Result,
     aggregate,
     check_measurement,
+    counts,
     evaluate_target,
     format_seeds,
-    headline,
     is_measured,
     load_result,
-    render_markdown,
     seeds_needed,
     validate_target,
-    write_report,
 )
 
 
@@ -138,9 +138,20 @@ def test_nan_is_written_as_null_and_read_back_as_not_measured(tmp_path):
     assert load_result(tmp_path).claims[0].verdict == "not measured"
 
 
-def test_aggregate_four_seeds(tmp_path):
+# the claims _result measures, declared for a real paper (counts() re-judges against them)
+_SPECS = (
+    ClaimSpec("f", "a finding", 1.0, "> 0"),
+    ClaimSpec("k", "a check", 7, "== 7", kind="check"),
+    ClaimSpec("r", "a number", None, "reported", kind="check"),
+)
+
+
+def test_aggregate_four_seeds(tmp_path, monkeypatch):
+    from paperzoo.experiments import EXPERIMENTS
+
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", _SPECS)
     runs = [
-        _result(s, [v, 7, 0.1 * s])
+        _result(s, [v, 7, 0.1 * s], paper="coordconv")
         for s, v in zip([3, 0, 2, 1], [1.0, 2.0, -0.5, 3.0], strict=True)
     ]
     agg = aggregate(runs, [f"seed-{s}" for s in (3, 0, 2, 1)])
@@ -149,7 +160,17 @@ def test_aggregate_four_seeds(tmp_path):
     assert f.per_seed == [2.0, 3.0, -0.5, 1.0] and f.verdict == "holds" and f.holds_on == 3
     assert agg.wall_seconds == 4.0
     assert agg.notes[0] == "same everywhere" and agg.notes[1] == "seed 0: only seed 0"
-    assert headline(agg) == f"Findings reproduced: 1 of 1 (quick, seeds 0-3, commit {COMMIT})"
+    # its own fields count it (results.json's findings_reproduced below); report.md's headline
+    # is counts(): a quick run counts once confirmed at a second thread count
+    assert agg.not_counted_reason() is None
+    label = f"quick, seeds 0-3, commit {COMMIT}"
+    assert headline(counts(agg)) == (
+        f"Findings holding: 1 of 1 ({label}; not counted: not confirmed at a second thread count "
+        "(a quick verdict counts where runs at one and at two threads per process agree; given: "
+        "thread count unknown))"
+    )
+    twins = [_with(aggregate(runs), threads=t) for t in (1, 2)]
+    assert headline(counts(twins[0], twins=twins)) == f"Findings reproduced: 1 of 1 ({label})"
     write_report(agg, tmp_path)
     d = json.loads((tmp_path / "results.json").read_text())
     assert d["findings_reproduced"] == "1/1" and "seed" not in d
@@ -177,7 +198,7 @@ def test_full_scale_counts_with_one_seed_smoke_never():
     assert _result(0, [1, 7, 0], scale="full").counts_as_reproduction
     smoke = aggregate([_result(s, [1, 7, 0], scale="smoke") for s in range(4)])
     assert not smoke.counts_as_reproduction
-    assert "smoke runs only prove the pipeline" in headline(smoke)
+    assert "smoke runs only prove the pipeline" in headline(counts(smoke))
 
 
 def test_load_result_rejects_other_files(tmp_path):
@@ -256,7 +277,7 @@ def test_runs_that_never_count_say_why(fields, why):
     assert not agg.counts_as_reproduction and why in (agg.not_counted_reason() or "")
     d = agg.to_dict()
     assert d["findings_reproduced"] is None and why in d["not_counted"]
-    assert "Findings holding" in headline(agg) and why in headline(agg)
+    assert "Findings holding" in headline(counts(agg)) and why in headline(counts(agg))
     assert _with(aggregate(runs), shards={"n": 2, "merged": [0, 1]}).counts_as_reproduction
 
 
@@ -283,7 +304,8 @@ def test_a_result_names_its_code_data_and_part(tmp_path):
     assert d["data"][0]["sha256"] == "e" * 64 and d["data"][0]["fold"] == 3
     md = (tmp_path / "report.md").read_text()
     assert "commit abc123" in md and "fold 3, SHA-256 eeeeeeeeeeee" in md
-    assert "(full, part spheres, seed 0, commit abc123)" in md and "--part spheres" in md
+    # the headline names what ran (paper "x" is not declared: counts() does not count it)
+    assert "(full, part spheres, seed 0, commit abc123;" in md and "--part spheres" in md
     back = load_result(tmp_path)
     assert (back.commit, back.part) == ("abc123", "spheres")
 

@@ -11,17 +11,20 @@ from urllib.parse import unquote
 import pytest
 
 from paperzoo.experiments.base import ClaimSpec
-from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
-from paperzoo.summary import (
+from paperzoo.report import write_report
+from paperzoo.summary import render_summary_html, render_summary_markdown
+from paperzoo.verdict import (
+    ClaimResult,
+    Result,
+    aggregate,
+    load_result,
     mark_unstable,
     rejudge,
-    render_summary_html,
-    render_summary_markdown,
     threads_of,
 )
 
 # The claims the fixtures measure, declared for every paper the tests name (the summary re-judges
-# stored values against the claims the code declares: ``paperzoo.summary.rejudge``).
+# stored values against the claims the code declares: ``paperzoo.verdict.rejudge``).
 _SPECS = (
     ClaimSpec("split.acc", "accuracy on the split", 1.0, ">= 0.95"),
     ClaimSpec("split.gap", "A beats B", 0.1, ">= 0.7"),
@@ -223,7 +226,7 @@ def test_every_paper_has_a_full_scale_reason_and_papers_keep_the_readme_order() 
 
 # -- the generated README tables, docs/results.md and results/index.html ---------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool(name: str):

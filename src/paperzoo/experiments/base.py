@@ -3,7 +3,7 @@
 An experiment module declares a subclass of ``Experiment`` and registers it in ``EXPERIMENTS``.
 The runner (``paperzoo.experiments.runner``) picks the config for the requested scale, calls
 ``run``, and turns the returned ``Outcome`` into a ``Result`` whose ``holds`` fields are computed
-from the measured values and the declared targets (``paperzoo.report.evaluate_target``).
+from the measured values and the declared targets (``paperzoo.verdict.evaluate_target``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from paperzoo.data.holdout import guard as _guard
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.registry import Registry
-from paperzoo.report import validate_target
+from paperzoo.verdict.targets import validate_target
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class ClaimSpec:
     ``"reported"`` (a descriptive number, no target) is allowed only for checks.
 
     ``unverified`` (a reason) marks a paper number that could not be checked against the paper's
-    text; the finding is shown but does not count at full scale (``paperzoo.report``).
+    text; the finding is shown but does not count at full scale (``paperzoo.verdict``).
 
     ``scales`` lists the scales at which the claim is measured and judged (default: all). A claim
     declared for some scales only (e.g. ``scales=("full",)`` for a finding that needs the paper's

@@ -27,8 +27,9 @@ from paperzoo.engine import budget
 from paperzoo.engine import precision as num_precision
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
-from paperzoo.report import ClaimResult, Result, aggregate, load_result, write_report
+from paperzoo.report import write_report
 from paperzoo.utils.io import atomic_write_text
+from paperzoo.verdict import ClaimResult, Result, check_measurement, merge_dirs
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +41,17 @@ def get_experiment(name: str) -> Experiment:
     return EXPERIMENTS.create(name)
 
 
-def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float) -> Result:
+def build_result(
+    exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float, *, ran: Result | None = None
+) -> Result:
     """Pair each claim declared at the run's scale (and part) with its measurement; a claim left
     unmeasured, one measured but not declared there, or a boolean measured against a numeric
     target (or the reverse) is an error naming the claim. The result names what ran: the code
-    (``paperzoo.provenance``), the data, the setting and the part."""
+    (``paperzoo.provenance``), the data, the setting and the part; for a result made from other
+    runs (the shards ``paperzoo.verdict.merge_dirs`` combines), ``ran`` is one of them, and the
+    code, setting, config and overrides are the ones it ran."""
     from paperzoo import __version__
     from paperzoo.provenance import code_identity, host_identity
-    from paperzoo.report import check_measurement
 
     specs = exp.claims_at(ctx)
     declared = {c.id for c in specs}
@@ -61,7 +65,7 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         )
     for c in specs:
         check_measurement(c.target_at(ctx.scale), _plain(outcome.measured[c.id]), c.id)
-    code = code_identity()
+    code = {"commit": ran.commit, "source_sha256": ran.source_sha256} if ran else code_identity()
     claims = [
         ClaimResult(
             c.id,
@@ -94,7 +98,9 @@ def build_result(exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float
         shard=ctx.shard,
         commit=code["commit"],
         source_sha256=code["source_sha256"],
-        setting_note=exp.setting_note(ctx),
+        setting_note=ran.setting_note if ran else exp.setting_note(ctx),
+        config=dict(ran.config) if ran else {},
+        overrides=dict(ran.overrides) if ran else {},
         part=ctx.part,
         command=ctx.command,
         precision=ctx.precision,
@@ -565,7 +571,7 @@ def run_seeds(
             f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
         )
         raise SeedRunError(f"{name}: seed runs failed: {logs}")
-    return aggregate_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir, command=command)
+    return merge_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir, command=command)
 
 
 def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> None:
@@ -585,23 +591,3 @@ def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> N
             time.sleep(0.1)
         except KeyboardInterrupt as again:
             signum, sent = getattr(again, "signum", signal.SIGINT), set()
-
-
-def aggregate_dirs(seed_dirs: list[Path], out_dir: Path, *, command: str | None = None) -> Result:
-    """Aggregate the single-seed runs in ``seed_dirs`` into ``out_dir`` (results.json, report.md).
-
-    A directory that itself holds an aggregate (it lists ``seed_dirs``) contributes its seed runs.
-    """
-    runs: list[Result] = []
-    names: list[str] = []
-    out_dir = Path(out_dir).resolve()
-    for d in seed_dirs:
-        res = load_result(d)
-        parts = [Path(d) / s for s in res.seed_dirs] if res.seed_dirs else [Path(d)]
-        for part in parts:
-            runs.append(load_result(part) if res.seed_dirs else res)
-            names.append(os.path.relpath(Path(part).resolve(), out_dir))
-    result = aggregate(runs, names)
-    result.command = command
-    write_report(result, out_dir)
-    return result

@@ -1,0 +1,149 @@
+"""``paperzoo.verdict.counts``: the one answer to "does this run count?" that ``reproduce``,
+``merge``, report.md and ``paperzoo summary`` all give."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from paperzoo.experiments.base import ClaimSpec
+from paperzoo.report import headline
+from paperzoo.summary import render_summary_markdown
+from paperzoo.verdict import ClaimResult, Count, Result, counts, load_result
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _committed() -> tuple[list[Result], list[Path]]:
+    """The committed runs the summary is made from (``tools/update_summary.py``)."""
+    spec = importlib.util.spec_from_file_location(
+        "_update_summary", ROOT / "tools" / "update_summary.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    if not (ROOT / "results").is_dir():
+        pytest.skip("not a source checkout with results/")
+    dirs = tool.run_dirs(ROOT / "results")
+    if not dirs:
+        pytest.skip("no committed runs")
+    return [load_result(d) for d in dirs], dirs
+
+
+def _summary_line(md: str, result: Result, d: Path) -> str:
+    """The summary's line for the run in ``d``: ``- LABEL (DIR): **HEADLINE** (REASON), ...``."""
+    label = result.scale + (f", part {result.part}" if result.part else "") + f" ({d.name})"
+    lines = [line for line in md.splitlines() if line.startswith(f"- {label}: **")]
+    assert len(lines) == 1, (label, lines)
+    return lines[0]
+
+
+def _agrees(count: Count, line: str) -> None:
+    """The summary's line says what ``count`` says: counted or not, why not, and k of n."""
+    if count.reason is None:
+        k = len(count.reproduced)
+        assert f"**{k} of {count.findings} findings reproduced (" in line, line
+        assert headline(count).startswith(f"Findings reproduced: {k} of {count.findings} (")
+    else:
+        assert f"**{count.holding} of {count.findings} findings holding (" in line, line
+        assert f"); not counted** ({count.reason})" in line, line
+        assert headline(count).startswith(f"Findings holding: {count.holding} of")
+        assert headline(count).endswith(f"; not counted: {count.reason})")
+
+
+def test_reproduce_and_summary_give_the_same_answer_for_every_committed_run() -> None:
+    results, dirs = _committed()
+    md = render_summary_markdown(results, dirs=dirs)
+    given = list(zip(results, dirs, strict=True))
+    answers = {}
+    for r, d in given:
+        count = counts(r, run_dir=d, twins=given)
+        _agrees(count, _summary_line(md, r, d))
+        answers[d.name] = count.reason
+    assert any(why is None for why in answers.values()), answers  # some committed runs count
+
+
+def test_each_committed_run_given_alone_reads_the_same_in_its_report_and_the_summary() -> None:
+    results, dirs = _committed()
+    for r, d in zip(results, dirs, strict=True):
+        count = counts(r, run_dir=d)  # what reproduce prints and report.md states
+        _agrees(count, _summary_line(render_summary_markdown([r], dirs=[d]), r, d))
+        if r.scale == "quick" and count.result.not_counted_reason() is None:
+            assert count.reason is not None
+            assert count.reason.startswith("not confirmed at a second thread count")
+
+
+# -- counts() on made-up runs of a declared paper -------------------------------------------------
+
+_SPECS = (
+    ClaimSpec("split.acc", "accuracy on the split", 1.0, ">= 0.95"),
+    ClaimSpec("split.gap", "A beats B", 0.1, ">= 0.7"),
+    ClaimSpec("params", "parameter count", 7553, "== 7553", kind="check"),
+)
+
+
+@pytest.fixture(autouse=True)
+def _declared(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    from paperzoo.experiments import EXPERIMENTS
+
+    if "committed" in request.node.name:  # judged against the claims the code declares
+        return
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", _SPECS)
+
+
+def _run(*, threads: int | None = 1, gap=(0.8, 0.8, 0.8, 0.8), **kw) -> Result:
+    return Result(
+        paper="coordconv", title="CoordConv", scale=kw.pop("scale", "quick"),
+        seeds=list(kw.pop("seeds", (0, 1, 2, 3))), device="cpu", wall_seconds=1.0,
+        paperzoo_version="0.2.0", torch_version="2.13.0",
+        data=[{"name": "gen", "source": "generated", "n_train": 10, "n_test": 5}],
+        claims=[
+            ClaimResult("split.acc", "accuracy on the split", 1.0, [1.0] * 4, ">= 0.95"),
+            ClaimResult("split.gap", "A beats B", 0.1, list(gap), ">= 0.7"),
+            ClaimResult("params", "parameter count", 7553, [7553] * 4, "== 7553", kind="check"),
+        ],
+        commit="0123456789ab", source_sha256="f" * 64, threads=threads, **kw,
+    )  # fmt: skip
+
+
+def test_a_quick_run_counts_once_confirmed_at_a_second_thread_count() -> None:
+    one, two = _run(threads=1), _run(threads=2)
+    alone = counts(one)
+    assert not alone.counted and alone.reproduced == ()
+    assert alone.reason is not None and "given: 1 thread)" in alone.reason
+    assert alone.holding == 2 and alone.findings == 2
+    both = counts(one, twins=[two])
+    assert both.counted and [c.id for c in both.reproduced] == ["split.acc", "split.gap"]
+    assert counts(one, twins=[one, two]) == both  # the run itself among its twins
+    # a twin of another part, paper or scale confirms nothing
+    other = _run(threads=2, scale="full")
+    assert not counts(one, twins=[other]).counted
+
+
+def test_a_finding_that_flips_with_the_thread_count_is_unstable_and_not_reproduced() -> None:
+    one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
+    two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails
+    c = counts(one, twins=[(one, "x-quick"), (two, "x-quick-2threads")])
+    assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
+    why = c.why_unstable("split.gap")
+    assert why is not None and "holds 3/4, mean 0.75 at 1 thread (x-quick)" in why
+    assert "1 unstable, not counted" in headline(c)
+
+
+def test_the_runs_own_reasons_come_first_then_the_rejudging() -> None:
+    modified = _run(overrides={"steps": "5"})
+    assert counts(modified, twins=[_run(threads=2)]).reason == "modified config: --set steps=5"
+    full = _run(scale="full", seeds=(0,), threads=None)
+    full.claims = [ClaimResult(c.id, c.statement, c.paper, c.per_seed[:1], c.target, c.kind)
+                   for c in full.claims]  # fmt: skip
+    assert counts(full).counted  # full scale: no thread-count confirmation
+    drift = _run(scale="full", seeds=(0,), config={"cls_steps": -1})
+    drift.claims = full.claims
+    why = counts(drift).reason
+    assert why is not None and why.startswith("it ran a full config the code no longer declares")
+    loose = _run(threads=1)
+    loose.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, [0.5] * 4, ">= 0")
+    c = counts(loose, twins=[_run(threads=2)])
+    assert c.result.claims[1].verdict == "fails" and any("stored target" in f for f in c.flags)
