@@ -13,7 +13,8 @@ import torch
 
 from paperzoo.data import load_dataset
 from paperzoo.data.splits import validation_split
-from paperzoo.experiments.path_sgd import PathSGDExperiment, _prepare
+from paperzoo.experiments.path_sgd import PathSGDExperiment
+from paperzoo.experiments.path_sgd.training import prepare
 
 
 def _gen(seed: int = 0) -> torch.Generator:
@@ -92,7 +93,7 @@ def test_path_sgd_holds_out_every_class_of_a_class_sorted_file(tmp_path):
     _write_class_sorted_mnist(tmp_path, per_class=50, per_class_test=5)
     split = load_dataset("mnist", data_root=tmp_path)
     cfg = replace(PathSGDExperiment.configs["quick"], n_val=100, standardize=False)
-    data = _prepare(split, cfg, _gen())
+    data = prepare(split, cfg, _gen())
     assert torch.bincount(data.y_val, minlength=10).tolist() == [10] * 10
     assert torch.bincount(data.y_train, minlength=10).tolist() == [40] * 10
     # Images travel with their labels (first pixel = 20 * label / 255).

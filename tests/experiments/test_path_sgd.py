@@ -8,7 +8,10 @@ import pytest
 import torch
 
 from paperzoo.data import Split, load_dataset
-from paperzoo.experiments import RunContext, path_sgd
+from paperzoo.experiments import RunContext
+from paperzoo.experiments.path_sgd import Config, PathSGDExperiment
+from paperzoo.experiments.path_sgd import experiment as path_sgd_experiment
+from paperzoo.experiments.path_sgd import training as path_sgd_training
 from paperzoo.experiments.runner import run_experiment
 
 
@@ -78,7 +81,9 @@ def test_class_sorted_file_trains_like_a_shuffled_one(smoke_ctx, monkeypatch):
     ctx_sorted = dataclasses.replace(smoke_ctx, out_dir=smoke_ctx.out_dir.parent / "sorted")
     run_experiment("path-sgd", smoke_ctx)
     monkeypatch.setattr(
-        path_sgd, "load_dataset", lambda *a, **k: _class_sorted(load_dataset(*a, **k))
+        path_sgd_experiment,
+        "load_dataset",
+        lambda *a, **k: _class_sorted(load_dataset(*a, **k)),
     )
     run_experiment("path-sgd", ctx_sorted)
     runs = {}
@@ -111,7 +116,7 @@ def test_a_diverging_optimizer_is_recorded_and_its_comparisons_not_measured(smok
 def test_full_scale_reads_the_papers_data_sets():
     # Section 6's four data sets: MNIST is full's default (not a config fallback), the other
     # three are the paper's setting too; a substitute such as Fashion-MNIST is marked.
-    exp = path_sgd.PathSGDExperiment()
+    exp = PathSGDExperiment()
     assert exp.paper_data == "mnist"
     names = {s: exp.dataset_name(RunContext(scale=s)) for s in ("smoke", "quick", "full")}
     assert names == {"smoke": "digits", "quick": "mnist5k", "full": "mnist"}
@@ -119,7 +124,7 @@ def test_full_scale_reads_the_papers_data_sets():
         assert exp.setting_note(RunContext(scale="full", dataset=name)) is None
     assert exp.setting_note(RunContext(scale="full", dataset="fashion-mnist")) is not None
     assert exp.setting_note(RunContext(scale="full", dataset="mnist5k")) is not None
-    assert "default_dataset" not in {f.name for f in dataclasses.fields(path_sgd.PathSGDConfig)}
+    assert "default_dataset" not in {f.name for f in dataclasses.fields(Config)}
 
 
 @pytest.mark.parametrize(("extra", "what"), [([], "MNIST"), (["--dataset", "svhn"], "SVHN")])
@@ -140,14 +145,14 @@ def test_dry_run_curves_read_the_first_batches_only(smoke_ctx, monkeypatch):
     from paperzoo.engine import budget
 
     seen: list[int] = []
-    orig = path_sgd.predict
+    orig = path_sgd_training.predict
 
     def spy(net, x, **kw):  # noqa: ANN001, ANN202
         seen.append(len(x))
         return orig(net, x, **kw)
 
-    monkeypatch.setattr(path_sgd, "predict", spy)
-    exp = path_sgd.PathSGDExperiment()
+    monkeypatch.setattr(path_sgd_training, "predict", spy)
+    exp = PathSGDExperiment()
     cfg = dataclasses.replace(exp.config("smoke"), batch_size=50)
     with budget.capped(budget.StepBudget(2)):
         out = exp.run(cfg, smoke_ctx)
