@@ -385,11 +385,58 @@ def test_full_run_on_noise_in_mnists_layout_is_not_the_papers_setting(tmp_path, 
     assert res["paper_setting"] is True and res["setting_note"] is None
 
 
+DEBIAN_FASHION = Path("/usr/share/datasets/fashion-mnist")
+
+
 @pytest.mark.skipif(
-    not any(Path("/usr/share/datasets/fashion-mnist").glob("*.gz")),
+    not any(DEBIAN_FASHION.glob("*.gz")),
     reason="Debian's dataset-fashion-mnist (.gz files) is not installed",
 )
-def test_debians_fashion_mnist_is_the_canonical_release():
-    check = check_files("fashion-mnist", Path("/usr/share/datasets"))
+def test_debians_fashion_mnist_is_the_release_repacked():
+    """Debian's files match its pinned repack, and each one with the release's gzip header put
+    back is the released file: the release's SHA-256 and size, byte for byte."""
+    check = check_files("fashion-mnist", DEBIAN_FASHION.parent)
     assert check.matches, check.note()
+    assert check.repacks and "Debian" in check.repacks[0]
     assert files_note("fashion-mnist", None) is None
+    release = PINNED["fashion-mnist"]
+    (repack,) = release.repacks
+    for pin, alt in zip(release.files, repack.files, strict=True):
+        data = (DEBIAN_FASHION.parent / alt.path).read_bytes()
+        assert alt.release_gzip_mtime is not None
+        name = Path(pin.path).name.removesuffix(".gz")
+        restored = layouts.restore_gzip_release(data, name, alt.release_gzip_mtime)
+        assert len(restored) == pin.size
+        assert hashlib.sha256(restored).hexdigest() == pin.sha256
+
+
+def _bare_gzip(raw: bytes) -> bytes:
+    """``raw`` gzipped, then its header rewritten without the file name (Debian's repack)."""
+    named = gzip.compress(raw, mtime=1_500_000_000)
+    assert named[3] == 0  # gzip.compress writes no file name: make the release's named header
+    return b"\x1f\x8b\x08\x00" + (1_600_000_000).to_bytes(4, "little") + named[8:]
+
+
+def test_a_repack_of_the_release_matches_and_other_files_do_not(tmp_path, monkeypatch):
+    raw = bytes(range(256)) * 40
+    bare = _bare_gzip(raw)
+    release_bytes = layouts.restore_gzip_release(bare, "train-images-idx3-ubyte", 1_500_000_000)
+    assert gzip.decompress(release_bytes) == raw == gzip.decompress(bare)
+    rel_root, rep_root = tmp_path / "release", tmp_path / "repack"
+    for root, data in ((rel_root, release_bytes), (rep_root, bare)):
+        (root / "fashion-mnist").mkdir(parents=True)
+        (root / "fashion-mnist" / "train-images-idx3-ubyte.gz").write_bytes(data)
+    paths = ["fashion-mnist/train-images-idx3-ubyte.gz"]
+    repack = Release("a repack", pin_tree(rep_root, paths))
+    monkeypatch.setitem(
+        PINNED, "fashion-mnist", Release("fixture", pin_tree(rel_root, paths), repacks=(repack,))
+    )
+    assert check_files("fashion-mnist", rel_root).matches
+    assert check_files("fashion-mnist", rel_root).repacks == ()
+    both = check_files("fashion-mnist", rep_root)
+    assert both.matches and both.repacks == ("a repack",)
+    (rep_root / paths[0]).write_bytes(bare + b"\x00")  # neither the release nor the repack
+    other = check_files("fashion-mnist", rep_root)
+    assert not other.matches and "bytes, the release" in (other.note() or "")
+    with pytest.raises(ValueError, match="bare header"):
+        layouts.restore_gzip_release(release_bytes, "x", 0)

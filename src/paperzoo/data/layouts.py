@@ -23,6 +23,13 @@ What is pinned, and from where (no digest here is computed from files of unknown
   tensorflow/datasets ``url_checksums/{mnist,fashion_mnist,svhn_cropped}.txt``; the example
   counts (60,000 / 10,000; SVHN 73,257 / 26,032) from the data sets' pages. MNIST's counts are
   also read from each IDX header, so a file of the wrong size names its count.
+* Fashion-MNIST as Debian's ``dataset-fashion-mnist`` package installs it: a repack, pinned as a
+  second source of the same release (``Release.repacks``). Each of its ``.gz`` files is the
+  release's deflate stream under a gzip header rewritten without the file name (FLG 0, MTIME
+  2020-06-05); putting back the release's header (FLG FNAME, the file name, the release's MTIME
+  of 2017-08-31, recorded per file as ``release_gzip_mtime``) gives the released file byte for
+  byte, its SHA-256 the release's (``restore_gzip_release``; tests/data/test_layouts.py checks it
+  wherever the package is installed). So the same bytes decompress to the same data.
 * CIFAR-10 / CIFAR-100: only the MD5 of the extracted python batches is published (torchvision
   ``torchvision/datasets/cifar.py``, ``train_list`` / ``test_list``), so MD5 is pinned; no byte
   sizes of the extracted batches are published, so none is pinned.
@@ -187,6 +194,8 @@ class PinnedFile:
     git_sha1: str | None = None  # git blob SHA-1: the file as committed in the authors' repo
     size: int | None = None  # bytes (None: no published size)
     examples: int | None = None  # examples in the file, checked where the layout can count them
+    # A repack's gzip file: the MTIME of the release's gzip header (see ``restore_gzip_release``)
+    release_gzip_mtime: int | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,9 @@ class Release:
     folders: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     classes: int | None = None
     class_pattern: str | None = None
+    # Other byte-level copies of the same data (each a ``Release``: its source, its files' pins
+    # under the same paths): a file matches when it is the release's or a repack's.
+    repacks: tuple[Release, ...] = ()
 
 
 PINS_FILE = "pins.json"  # package data next to this module: every release's pins
@@ -209,7 +221,7 @@ def _release(name: str, entry: Mapping[str, Any], done: Mapping[str, Release]) -
     """One entry of the pins file as a ``Release`` (``same_as``: an earlier entry's release)."""
     if "same_as" in entry:
         return done[entry["same_as"]]
-    unknown = set(entry) - {"source", "files", "folders", "classes", "class_pattern"}
+    unknown = set(entry) - {"source", "files", "folders", "classes", "class_pattern", "repacks"}
     if unknown or not isinstance(entry["source"], str):
         raise ValueError(f"{name}: unknown keys {sorted(unknown)} or no source")
     files = tuple(PinnedFile(**f) for f in entry.get("files", ()))
@@ -222,6 +234,9 @@ def _release(name: str, entry: Mapping[str, Any], done: Mapping[str, Release]) -
         folders=MappingProxyType(dict(entry.get("folders", {}))),
         classes=entry.get("classes"),
         class_pattern=entry.get("class_pattern"),
+        repacks=tuple(
+            _release(f"{name} repack {i}", r, done) for i, r in enumerate(entry.get("repacks", ()))
+        ),
     )
 
 
@@ -291,6 +306,8 @@ class FileCheck:
     # SHA-256 of the files found (``path sha256`` lines) or, for image folders, of their counts:
     # what identifies the data a run read. None: nothing was found.
     sha256: str | None
+    # sources of the repacks some files matched instead of the release (empty: the release's)
+    repacks: tuple[str, ...] = ()
 
     @property
     def matches(self) -> bool:
@@ -407,10 +424,15 @@ def check_files(name: str, data_root: str | Path) -> FileCheck:
         return FileCheck(name, lay.what, str(root), ("no canonical release is pinned",), None)
     mismatches: list[str] = []
     lines: list[str] = []
+    repacks: list[str] = []
     for pin in release.files:
         problem = _check_file(root, pin, lay.count)
         if problem is not None:
-            mismatches.append(problem)
+            repack = _repack_match(root, release, pin, lay.count)
+            if repack is None:
+                mismatches.append(problem)
+            elif repack not in repacks:
+                repacks.append(repack)
         if (root / pin.path).is_file():
             lines.append(f"{pin.path} {file_digests(root / pin.path)['sha256']}")
     if release.folders:
@@ -418,7 +440,38 @@ def check_files(name: str, data_root: str | Path) -> FileCheck:
         mismatches += more
         lines += counted
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest() if lines else None
-    return FileCheck(name, lay.what, str(root), tuple(mismatches), digest)
+    return FileCheck(name, lay.what, str(root), tuple(mismatches), digest, tuple(repacks))
+
+
+def _repack_match(
+    root: Path, release: Release, pin: PinnedFile, count: Callable[[Path], int] | None
+) -> str | None:
+    """The source of the first repack whose pin of ``pin.path`` the file matches, or None."""
+    for repack in release.repacks:
+        alt = next((f for f in repack.files if f.path == pin.path), None)
+        if alt is not None and _check_file(root, alt, count) is None:
+            return repack.source
+    return None
+
+
+def restore_gzip_release(data: bytes, name: str, mtime: int) -> bytes:
+    """A gzip file whose header was rewritten without the file name (FLG 0), with the header a
+    ``gzip`` of file ``name`` at ``mtime`` writes put back (FLG FNAME, the name, XFL 0, OS Unix):
+    how a repack's file is shown to carry the release's deflate stream byte for byte.
+
+    Raises:
+        ValueError: ``data`` is not a gzip file with a bare 10-byte header.
+    """
+    if data[:4] != b"\x1f\x8b\x08\x00":
+        raise ValueError("not a gzip file with a bare header (magic, deflate, FLG 0)")
+    return (
+        b"\x1f\x8b\x08\x08"
+        + mtime.to_bytes(4, "little")
+        + b"\x00\x03"
+        + name.encode()
+        + b"\0"
+        + data[10:]
+    )
 
 
 def files_note(name: str, data_root: str | Path | None) -> str | None:
