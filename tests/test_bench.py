@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import paperzoo
-from paperzoo import cli
+from paperzoo import bench
 from paperzoo.cli import main
 
 REAL = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -51,7 +51,7 @@ def bench_dir(tmp_path, monkeypatch):
     shutil.copy(REAL / "_common.py", d / "_common.py")
     (d / "alpha.py").write_text(FAKE)
     (d / "beta.py").write_text(FAKE)
-    monkeypatch.setattr(cli, "_bench_dir", lambda: d)
+    monkeypatch.setattr(bench, "bench_dir", lambda: d)
     threads = torch.get_num_threads()
     yield d
     torch.set_num_threads(threads)
@@ -135,7 +135,7 @@ def test_table_is_rendered_from_the_json(bench_dir, tmp_path, capsys):
 
 def test_a_real_benchmark_returns_the_schema(tmp_path, capsys, monkeypatch):
     """resnet at its --quick sizes (one step of resnet20 at batch 2), through the CLI."""
-    monkeypatch.setattr(cli, "_bench_dir", lambda: REAL)
+    monkeypatch.setattr(bench, "bench_dir", lambda: REAL)
     threads = torch.get_num_threads()
     path = tmp_path / "bench.json"
     try:
@@ -182,7 +182,7 @@ def test_table_marks_failed_checks_skipped_and_failed_benchmarks():
             {"benchmark": "z", "error": "RuntimeError: boom", "rows": []},
         ],
     }
-    out = cli.render_bench_table(report)
+    out = bench.render_bench_table(report)
     assert "| x | w | p | q | 0.50 | **no**: outputs, max diff 5.0e-01 (tol 1e-06) |" in out
     assert "- y: skipped: lib is not installed" in out and "- z: RuntimeError: boom" in out
     assert "say nothing about speed" not in out
@@ -194,7 +194,7 @@ def test_conv_layout_builds_every_quick_path_and_checks_both_layouts(capsys):
     (no timing is asserted)."""
     threads = torch.get_num_threads()
     try:
-        out = cli._bench_run(REAL / "conv_layout.py", ["--quick", "--threads", "1"])
+        out = bench.run_script(REAL / "conv_layout.py", ["--quick", "--threads", "1"])
     finally:
         torch.set_num_threads(threads)
     rows = out["rows"]

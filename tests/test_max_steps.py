@@ -186,13 +186,15 @@ def test_a_max_steps_run_is_partial_and_never_resumed_as_a_real_one(tmp_path, ca
 
 
 def test_max_steps_composes_with_set_seeds_and_resume_command():
-    from paperzoo.cli import _child_args, _resume_command, build_parser
+    from paperzoo.cli import build_parser, run_request
 
     args = build_parser().parse_args(
         ["reproduce", "gat", "--seeds", "0-1", "--set", "steps=4", "--max-steps", "2"]
     )
-    assert _child_args(args)[-4:] == ["--set", "steps=4", "--max-steps", "2"]
-    assert "--set steps=4 --max-steps 2" in _resume_command(args)
+    request = run_request(args)
+    child = request.child_argv("gat", 0, Path("o"), 1)
+    assert child[-4:] == ["--set", "steps=4", "--max-steps", "2"]
+    assert "--set steps=4 --max-steps 2" in request.resume_command()
     with pytest.raises(SystemExit) as stop:
         main(["reproduce", "gat", "--max-steps", "0"])
     assert stop.value.code == 2

@@ -105,10 +105,11 @@ def test_sigterm_stops_a_multi_seed_run_cleanly(tmp_path):
 
 
 def test_the_printed_resume_command_repeats_the_run():
-    from paperzoo.cli import _resume_command, build_parser
+    from paperzoo.cli import build_parser, run_request
 
     def cmd(*argv: str) -> str:
-        return _resume_command(build_parser().parse_args(["reproduce", *argv]))
+        args = build_parser().parse_args(["reproduce", *argv])
+        return run_request(args).resume_command()
 
     assert cmd("gat", "--scale", "smoke", "--set", "steps=4") == (
         "paperzoo reproduce gat --seed 0 --out runs/gat-smoke-s0 --scale smoke --set steps=4"

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from paperzoo.cli import render_bench_table
+from paperzoo.bench import render_bench_table
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = (ROOT / "results" / "bench-1thread.json", ROOT / "results" / "bench-2threads.json")

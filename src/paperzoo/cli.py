@@ -1,19 +1,22 @@
-"""The ``paperzoo`` command: list, reproduce, merge, bench."""
+"""The ``paperzoo`` command: parses the arguments and dispatches to ``list``
+(``paperzoo.catalogue``), ``config``, ``reproduce`` (``paperzoo.experiments.request``), ``merge``,
+``summary`` and ``bench`` (``paperzoo.bench``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import runpy
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from paperzoo.utils.allocator import tune_allocator
 
 if TYPE_CHECKING:
+    from paperzoo.experiments.request import RunRequest
     from paperzoo.verdict import Result
 
 log = logging.getLogger("paperzoo")
@@ -65,19 +68,6 @@ def _seeds(text: str) -> list[int]:
             f"--seeds takes a range or list of non-negative seeds (0-3, 0,2,5), got {text!r}"
         ) from None
     return sorted(seeds)
-
-
-def _folds(text: str) -> tuple[int, ...]:
-    """``1-10``, ``1,3`` -> sorted distinct official bAbI folds (each >= 1)."""
-    try:
-        folds = _seeds(text)
-    except argparse.ArgumentTypeError:
-        folds = []
-    if not folds or folds[0] < 1:
-        raise argparse.ArgumentTypeError(
-            f"--folds takes a range or list of folds >= 1 (1-10, 1,3), got {text!r}"
-        )
-    return tuple(folds)
 
 
 def _precision(text: str) -> str:
@@ -152,16 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(`paperzoo list --json`: cuda_precision)",
     )
     r.add_argument("--quiet", action="store_true", help="no progress bars")
-    fold = r.add_mutually_exclusive_group()
-    fold.add_argument(
-        "--fold",
-        type=_positive,
-        help="one bAbI fold of the official files (default: ggnn's full scale runs every fold "
-        "present, the other scales fold 1)",
-    )
-    fold.add_argument(
-        "--folds", type=_folds, help="several official bAbI folds (1-10, 1,3): mean ± std over them"
-    )
+    _add_paper_options(r)
     r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
     r.add_argument(
         "--restart",
@@ -220,141 +201,63 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _device(requested: str | None) -> str:
-    import torch
+def _add_paper_options(r: argparse.ArgumentParser) -> None:
+    """Add every registered paper's own options (``Experiment.options``) to ``reproduce``; those
+    of one ``exclusive`` group cannot be given together. A given option's value is kept under
+    ``option FLAG`` (absent when not given)."""
+    from paperzoo.experiments.request import paper_options
 
-    if requested is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(f"--device {requested}: CUDA is not available on this machine")
-    if not (requested == "cpu" or requested.startswith("cuda")):
-        raise UsageError(f"--device must be cpu, cuda or cuda:N, got {requested!r}")
-    return requested
-
-
-def list_catalogue() -> dict:
-    """The catalogue of ``paperzoo list --json`` (schema ``paperzoo.list/1``)."""
-    from paperzoo.cost import cached_costs
-    from paperzoo.experiments import EXPERIMENTS, SCALES
-    from paperzoo.experiments.runner import get_experiment
-
-    costs = cached_costs()  # counted by tools/count_costs.py (paperzoo.cost)
-    papers = []
-    for name in EXPERIMENTS.names():
-        exp = get_experiment(name)
-        cost = costs.get(name)
-        papers.append(
-            {
-                "name": name,
-                "title": exp.title,
-                "datasets": list(exp.datasets) or ["generated"],
-                "scales": list(SCALES),
-                "claims": [
-                    {
-                        "id": c.id,
-                        "kind": c.kind,
-                        "statement": c.statement,
-                        "paper": c.paper,
-                        "scales": list(c.scales),  # where it is measured (most: every scale)
-                        "targets": c.targets(),
-                        # why the paper number is not verified (None: verified, source in docs)
-                        "unverified": c.unverified,
-                    }
-                    for c in exp.claims
-                ],
-                # --precision on CUDA without the flag (CPU: fp32); why: docs/<paper>.md
-                "cuda_precision": exp.cuda_precision,
-                # the price of --scale full: training + evaluation FLOP counted from the models,
-                # GPU hours on one H100/H200-class GPU in bf16 (paperzoo.cost); None: not counted
-                "full_cost": None if cost is None else _full_cost_entry(name, cost),
-            }
-        )
-    return {"schema": "paperzoo.list/1", "papers": papers}
+    groups: dict[str, Any] = {}  # exclusive group name -> its argparse group
+    for flag, (opt, papers) in paper_options().items():
+        target: Any = r
+        if opt.exclusive is not None:
+            if opt.exclusive not in groups:
+                groups[opt.exclusive] = r.add_mutually_exclusive_group()
+            target = groups[opt.exclusive]
+        kwargs: dict[str, Any] = {"dest": f"option {flag}", "default": argparse.SUPPRESS}
+        if opt.parse is None:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs |= {"type": _option_type(opt.parse), "metavar": opt.dest.upper()}
+        target.add_argument(flag, help=f"{', '.join(papers)} only: {opt.help}", **kwargs)
 
 
-def _full_cost_entry(name: str, cost: dict) -> dict:
-    """``full_cost`` of ``paperzoo list --json``: the stored count, and whether it was made at
-    the current full config and plan (else ``tools/count_costs.py NAME`` recounts it)."""
-    from paperzoo.cost import config_digest
+def _option_type(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """``parse`` for argparse: its ``ValueError`` is the one-line usage error."""
 
-    entry = {k: cost[k] for k in ("flop", "gpu_hours", "assumptions")}
-    entry["current"] = cost.get("config_sha256") == config_digest(name)
-    return entry
+    def option_type(text: str) -> object:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return option_type
+
+
+def _given_options(args: argparse.Namespace, names: list[str]) -> dict[str, object]:
+    """The papers' own options given on the command line, by flag; one that no paper of the
+    run declares is a usage error."""
+    from paperzoo.experiments.request import paper_options
+
+    given: dict[str, object] = {}
+    for flag, (_, papers) in paper_options().items():
+        if f"option {flag}" not in vars(args):
+            continue
+        if not set(papers) & set(names):
+            raise UsageError(f"{flag} is an option of {', '.join(papers)}, not of {names[0]}")
+        given[flag] = getattr(args, f"option {flag}")
+    return given
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from paperzoo.cost import UTILISATION
+    from paperzoo.catalogue import list_catalogue, render_catalogue
 
     catalogue = list_catalogue()
     if args.json:
         sys.stdout.write(json.dumps(catalogue, indent=2) + "\n")
         return 0
-    for p in catalogue["papers"]:
-        sys.stdout.write(f"{p['name']}: {p['title']}\n")
-        sys.stdout.write(f"  data: {', '.join(p['datasets'])}; scales: {', '.join(p['scales'])}\n")
-        if p["full_cost"] is not None:
-            c = p["full_cost"]
-            sys.stdout.write(
-                f"  full run: {c['flop']:.2g} FLOP, about {c['gpu_hours']:.2g} GPU-hours (one "
-                f"H100/H200 in bf16 at {UTILISATION:.0%} of peak; CUDA precision "
-                f"{p['cuda_precision']})\n"
-            )
-        for c in p["claims"]:
-            t = {s: v for s, v in c["targets"].items() if s != "smoke"} or c["targets"]
-            if len(t) == 2 and len(set(t.values())) == 1:
-                target = t["quick"]
-            elif len(t) == 1:
-                ((s, v),) = t.items()
-                target = f"{s} only: {v}"
-            else:
-                target = "; ".join(f"{s} {v}" for s, v in t.items())
-            sys.stdout.write(f"  - [{c['kind']}] {c['id']}  [{target}]  {c['statement']}\n")
-            if c["unverified"]:
-                sys.stdout.write(f"      paper number unverified: {c['unverified']}\n")
+    sys.stdout.write(render_catalogue(catalogue))
     return 0
-
-
-def _cores() -> int:
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _child_args(args: argparse.Namespace) -> list[str]:
-    """The flags a seed's process repeats from this command (everything but seed, out, threads)."""
-    out = ["--scale", args.scale]
-    if args.folds:
-        out += ["--folds", ",".join(map(str, args.folds))]
-    elif args.fold is not None:
-        out += ["--fold", str(args.fold)]
-    for flag, value in (
-        ("--dataset", args.dataset),
-        ("--data-root", args.data_root),
-        ("--device", args.device),
-        ("--precision", args.precision),
-    ):
-        if value is not None:
-            out += [flag, str(value)]
-    if args.download:
-        out.append("--download")
-    if args.part is not None:
-        out += ["--part", args.part]
-    for item in args.overrides:
-        out += ["--set", item]
-    if args.max_steps is not None:
-        out += ["--max-steps", str(args.max_steps)]
-    if args.restart:
-        out.append("--restart")
-    return out
-
-
-def _options(args: argparse.Namespace) -> dict[str, object]:
-    """The papers' own options that were given (``RunContext.options``)."""
-    given = {"fold": args.fold, "folds": args.folds}
-    return {k: v for k, v in given.items() if v is not None}
 
 
 def _overrides(name: str, scale: str, items: list[str]) -> tuple[dict[str, str], object]:
@@ -385,52 +288,23 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     resume) with exit status 128 + the signal's number (130, 143)."""
     from paperzoo.engine import interrupt
 
+    request = run_request(args)
     with interrupt.handling():
         try:
-            return _reproduce(args)
+            return _reproduce(request)
         except interrupt.Interrupted as stop:
             sys.stderr.write(
                 f"paperzoo: {stop}: the models trained so far are checkpointed; "
-                f"resume with:\n  {_resume_command(args)}\n"
+                f"resume with:\n  {request.resume_command()}\n"
             )
             return stop.exit_code
 
 
-def _default_out(args: argparse.Namespace, name: str) -> Path:
-    """Where ``reproduce`` writes when ``--out`` is not given."""
-    seeds = args.seeds or [args.seed]
-    tag = f"s{seeds[0]}" if args.seeds is None else f"seeds{seeds[0]}-{seeds[-1]}"
-    return Path("runs") / f"{name}-{args.scale}-{tag}"
-
-
-def _resume_command(args: argparse.Namespace) -> str:
-    """The command that resumes this ``reproduce`` (the same command, with its ``--out``)."""
-    import shlex
-
-    cmd = ["paperzoo", "reproduce", "--all" if args.all else args.name]
-    cmd += ["--seeds", ",".join(map(str, args.seeds))] if args.seeds else ["--seed", str(args.seed)]
-    if args.jobs > 1:
-        cmd += ["--jobs", str(args.jobs)]
-    if args.out is not None or not args.all:
-        cmd += ["--out", str(args.out if args.out is not None else _default_out(args, args.name))]
-    cmd += [a for a in _child_args(args) if a != "--restart"]  # resuming must not start over
-    if args.threads:
-        cmd += ["--threads", str(args.threads)]
-    if args.shard is not None:
-        cmd += ["--shard", f"{args.shard[0]}/{args.shard[1]}"]
-    if args.quiet:
-        cmd.append("--quiet")
-    return shlex.join(cmd)
-
-
-def _reproduce(args: argparse.Namespace) -> int:
-    import torch
-
-    from paperzoo.engine import init_distributed, seed_everything
-    from paperzoo.engine.precision import default_precision
-    from paperzoo.experiments import EXPERIMENTS, RunContext
-    from paperzoo.experiments.runner import run_experiment, run_seeds
-    from paperzoo.verdict import merge_dirs
+def run_request(args: argparse.Namespace) -> RunRequest:
+    """The ``RunRequest`` of parsed ``reproduce`` arguments; a paper NAME and ``--all`` together
+    (or neither), an unknown paper or another paper's option is a ``UsageError``."""
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.request import RunRequest
 
     if args.all == bool(args.name):
         raise UsageError("give either a paper NAME or --all")
@@ -438,110 +312,44 @@ def _reproduce(args: argparse.Namespace) -> int:
     for n in names:
         if n not in EXPERIMENTS:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
-    if args.data_root is not None and not args.data_root.is_dir():
-        if args.data_root.exists() or not args.download:  # --download creates a missing one
-            raise UsageError(f"--data-root {args.data_root} is not a directory")
-    _check_out_dir(args.out)
-    if args.folds and args.data_root is None:
-        raise UsageError("--folds reads the official bAbI folds: give --data-root")
-    if args.overrides and args.all:
-        raise UsageError("--set changes one paper's config: give a paper NAME, not --all")
-    overrides = _overrides(args.name, args.scale, args.overrides)[0] if args.name else {}
-    seeds = args.seeds or [args.seed]
-    multi = args.seeds is not None
-    if multi and args.shard is not None:
-        raise UsageError("--shard and --seeds don't combine: run each seed's shards, then merge")
-    if args.jobs > 1 and not multi:
-        raise UsageError("--jobs needs --seeds")
-    jobs = min(args.jobs, len(seeds))
-    threads = args.threads or max(1, _cores() // jobs)
-    if multi and jobs * threads > _cores():
-        raise UsageError(
-            f"--jobs {jobs} x --threads {threads} exceeds the {_cores()} cores: "
-            "processes spinning on shared cores slow every step by up to 50x"
-        )
-    for name in names:  # before anything is written to --out: data, --dataset, --part
-        _check_run(name, args)
-    device = _device(args.device)
-    dist = init_distributed(device)
-    if dist.enabled and device.startswith("cuda"):
-        device = f"cuda:{dist.local_rank}"
+    return RunRequest(
+        names=tuple(names),
+        all=args.all,
+        scale=args.scale,
+        seeds=tuple(args.seeds or [args.seed]),
+        multi=args.seeds is not None,
+        jobs=args.jobs,
+        threads=args.threads,
+        out=args.out,
+        overrides=tuple(args.overrides),
+        dataset=args.dataset,
+        data_root=args.data_root,
+        download=args.download,
+        device=args.device,
+        precision=args.precision,
+        quiet=args.quiet,
+        options=MappingProxyType(_given_options(args, names)),
+        shard=args.shard,
+        part=args.part,
+        max_steps=args.max_steps,
+        restart=args.restart,
+        command=getattr(args, "command_line", None),  # set by ``main``
+    )
+
+
+def _reproduce(request: RunRequest) -> int:
     not_holding: list[str] = []
-    for name in names:
-        base = args.out / name if args.all and args.out else args.out
-        out = base or _default_out(args, name)
-        if multi and not dist.enabled:
-            result = run_seeds(
-                name,
-                seeds,
-                out,
-                jobs=jobs,
-                threads=threads,
-                child_args=_child_args(args),
-                command=args.command_line,
-            )
-        else:
-            if args.threads:
-                torch.set_num_threads(args.threads)
-            for seed in seeds:  # under torchrun the seeds run one after another
-                seed_everything(seed)
-                ctx = RunContext(
-                    scale=args.scale,
-                    seed=seed,
-                    device=device,
-                    out_dir=out / f"seed-{seed}" if multi else out,
-                    data_root=args.data_root,
-                    download=args.download,
-                    dataset=args.dataset,
-                    quiet=args.quiet,
-                    options=_options(args),
-                    shard=args.shard,
-                    max_steps=args.max_steps,
-                    precision=args.precision
-                    or default_precision(EXPERIMENTS.create(name).cuda_precision, device),
-                    dist=dist,
-                    part=args.part,
-                    command=args.command_line,
-                    restart=args.restart,
-                )
-                result = run_experiment(name, ctx, overrides)
-            if multi and dist.is_main:
-                seed_dirs = [out / f"seed-{s}" for s in seeds]
-                result = merge_dirs(seed_dirs, out, command=args.command_line)
-        if dist.is_main:
-            _print_table(result, out)
-            not_holding += [
-                f"{name}: {c.id} ({c.verdict}{', partial run' if result.partial else ''})"
-                for c in result.findings
-                if c.verdict not in ("holds", "reported")
-            ]
+    for name, result, out in request.run():
+        _print_table(result, out)
+        not_holding += [
+            f"{name}: {c.id} ({c.verdict}{', partial run' if result.partial else ''})"
+            for c in result.findings
+            if c.verdict not in ("holds", "reported")
+        ]
     if not_holding:
         sys.stdout.write("findings that did not hold:\n")
         sys.stdout.write("".join(f"  {line}\n" for line in not_holding))
     return 0
-
-
-def _check_run(name: str, args: argparse.Namespace) -> None:
-    """The checks a run makes before it writes anything (``runner.check_run``): a full run
-    without its paper's data, an unsupported ``--dataset`` or an unknown ``--part`` exit 2."""
-    from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import check_run, get_experiment
-
-    ctx = RunContext(
-        scale=args.scale,
-        data_root=args.data_root,
-        download=args.download,
-        dataset=args.dataset,
-        options=_options(args),
-        part=args.part,
-    )
-    exp = get_experiment(name)
-    if args.shard is not None and not exp.has_grid:
-        raise UsageError(f"{name} trains no grid of models: --shard does not apply")
-    try:
-        check_run(exp, ctx)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
 
 
 def _print_table(result: Result, out: Path) -> None:
@@ -609,14 +417,13 @@ def _cell(v: object) -> str:
 
 
 def _check_out_dir(out: Path | None) -> None:
-    """Fail before any work when ``--out`` (or the first of its parents that exists) is not a
-    directory, instead of when the results are written."""
-    if out is None:
-        return
-    existing = next((p for p in (out, *out.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        where = "" if existing == out else f" ({existing} is a file)"
-        raise UsageError(f"--out {out} is not a directory{where}")
+    """Fail before any work when ``--out`` is not a directory (``request.check_out_dir``)."""
+    from paperzoo.experiments.request import check_out_dir
+
+    try:
+        check_out_dir(out)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -653,204 +460,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_dir() -> Path:
-    for cand in (Path.cwd() / "benchmarks", Path(__file__).resolve().parents[2] / "benchmarks"):
-        if cand.is_dir():
-            return cand
-    raise UsageError("benchmarks/ not found: run `paperzoo bench` from a source checkout")
-
-
-BENCH_SCHEMA = "paperzoo-bench/1"
-
-
-def _bench_ratio(row: dict) -> float:
-    """anchor / ours of a row's measured values (lower is better): > 1 means paperzoo is faster."""
-    ours, anchor = float(row["values"][row["ours"]]), float(row["values"][row["anchor"]])
-    return anchor / ours if ours > 0 else float("inf")
-
-
-def _bench_machine() -> dict:
-    """The machine a report was measured on: CPU model, cores, threads, versions, date."""
-    import datetime
-    import os
-    import platform
-
-    import torch
-
-    import paperzoo
-    from paperzoo.provenance import cpu_model
-
-    affinity = getattr(os, "sched_getaffinity", None)
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "cores_available": len(affinity(0)) if affinity else os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "paperzoo": paperzoo.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-
-
-def _bench_check_target(path: Path) -> None:
-    """Fail before hours of benchmarks when --json FILE cannot be written."""
-    import os
-
-    if path.is_dir():
-        raise UsageError(f"--json {path} is a directory; give a file name")
-    existing = path.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UsageError(f"--json {path}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--json {path}: {existing} is not writable")
-
-
-def _bench_result(out: object, name: str) -> dict:
-    """A benchmark's returned result, validated, with every row's ratio computed here."""
-    if not isinstance(out, dict) or not isinstance(out.get("rows"), list):
-        raise TypeError(f"{name}: main() returned {type(out).__name__}, not a result dict")
-    out = {**out, "benchmark": name}
-    rows = []
-    for r in out["rows"]:
-        r = dict(r)
-        r["ratio"] = _bench_ratio(r)  # computed from the measured values, never taken as given
-        rows.append(r)
-    out["rows"] = rows
-    return out
-
-
-def _bench_run(script: Path, argv: list[str]) -> dict:
-    """Run one benchmark in this process: its ``main(argv)`` returns its result."""
-    sys.modules.pop("_common", None)  # the benchmarks' helper, from this benchmarks/ directory
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(script), *argv]
-    sys.path.insert(0, str(script.parent))
-    try:
-        module = runpy.run_path(str(script), run_name=f"paperzoo_bench_{script.stem}")
-        if not callable(module.get("main")):
-            raise TypeError(f"{script.name} has no main(argv) function")
-        return _bench_result(module["main"](list(argv)), script.stem)
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-        sys.modules.pop("_common", None)
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
+    from paperzoo import bench
+
     if args.table is not None:
         if args.json is not None or args.name or args.quick:
             raise UsageError("--table FILE prints the table of an existing report: it runs nothing")
-        sys.stdout.write(render_bench_table(_bench_load(args.table)))
+        sys.stdout.write(bench.render_bench_table(bench.load_report(args.table)))
         return 0
-    if args.json is not None:
-        _bench_check_target(args.json)
-    import torch
-
-    from paperzoo.utils.io import atomic_write_text
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    bench = _bench_dir()
-    scripts = sorted(p for p in bench.glob("*.py") if not p.name.startswith("_"))
-    if args.name:
-        known = ", ".join(p.stem for p in scripts)
-        scripts = [p for p in scripts if p.stem == args.name.replace("-", "_")]
-        if not scripts:
-            raise UsageError(f"no benchmark {args.name!r} in {bench}; known: {known}")
-    argv = (["--threads", str(args.threads)] if args.threads else []) + (
-        ["--quick"] if args.quick else []
-    )
-    report = {
-        "schema": BENCH_SCHEMA,
-        "machine": _bench_machine(),
-        "command": {"name": args.name, "threads": args.threads, "quick": bool(args.quick)},
-        "benchmarks": [],
-    }
-    failed = False
-    for script in scripts:
-        sys.stdout.write(f"== {script.stem}\n")
-        sys.stdout.flush()
-        try:
-            result = _bench_run(script, argv)
-        except Exception as err:  # the other benchmarks still run and are reported
-            import traceback
-
-            traceback.print_exc()
-            failed = True
-            msg = f"{type(err).__name__}: {_one_line(err)}"
-            result = {"benchmark": script.stem, "error": msg, "skipped": None, "rows": []}
-        used = result.get("threads", {}).get("torch")
-        if args.threads and used is not None and used != args.threads:
-            log.warning(
-                "%s ran on %s torch thread(s), not --threads %s", script.stem, used, args.threads
-            )
-        report["benchmarks"].append(result)
-    if args.json is not None:
-        text = json.dumps(report, indent=2, allow_nan=True) + "\n"
-        try:
-            atomic_write_text(args.json, text)
-        except OSError as err:
-            sys.stdout.write(text)  # the measurements are not lost
-            raise UsageError(f"--json {args.json}: {err} (the report went to stdout)") from None
-        sys.stdout.write(f"wrote {args.json}\n")
-    return 1 if failed else 0
-
-
-def _bench_load(path: Path) -> dict:
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise UsageError(f"--table {path}: {err}") from None
-    if not isinstance(report, dict) or report.get("schema") != BENCH_SCHEMA:
-        raise UsageError(f"--table {path}: not a `paperzoo bench --json` report")
-    return report
-
-
-def render_bench_table(report: dict) -> str:
-    """The README's performance table: one line per row of a ``paperzoo bench --json`` report."""
-    m = report["machine"]
-    lines = [
-        f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), {m['threads']} thread(s), "
-        f"torch {m['torch']}, paperzoo {m['paperzoo']}"
-        + (f", GPU {m['cuda']}" if m.get("cuda") else "")
-        + ". Ratio: the anchor's time (or memory) / paperzoo's, > 1 means paperzoo is faster "
-        "(or smaller).",
-        "",
-    ]
-    if report.get("command", {}).get("quick"):
-        lines += ["**--quick sizes: these numbers say nothing about speed.**", ""]
-    lines += [
-        "| benchmark | workload | paperzoo | anchor | ratio | agreement check |",
-        "|---|---|---|---|---|---|",
-    ]
-    notes: list[str] = []
-    others: list[str] = []
-    for b in report["benchmarks"]:
-        if b.get("error") or b.get("skipped"):
-            others.append(f"{b['benchmark']}: {b.get('error') or 'skipped: ' + b['skipped']}")
-        for r in b["rows"]:
-            a = r.get("agreed")
-            if a is None:
-                note = r.get("note", "")
-                if note not in notes:
-                    notes.append(note)
-                agreed = f"not compared [{notes.index(note) + 1}]"
-            else:
-                verdict = "yes" if a["ok"] else "**no**"
-                agreed = f"{verdict}: {a['check']}, max diff {a['max_diff']:.1e} (tol {a['tol']:g})"
-            lines.append(
-                f"| {b['benchmark']} | {r['workload']} | {r['ours']} | {r['anchor']} "
-                f"| {_bench_ratio(r):.2f} | {agreed} |"
-            )
-    if notes:
-        lines += ["", *(f"[{i}] {n}" for i, n in enumerate(notes, 1))]
-    if others:
-        lines += ["", *(f"- {o}" for o in others)]
-    return "\n".join(lines) + "\n"
+    return bench.run(args.name, threads=args.threads, json_path=args.json, quick=args.quick)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -882,7 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         from paperzoo.data import DataError
         from paperzoo.engine import CheckpointError
-        from paperzoo.experiments.runner import SeedRunError
+        from paperzoo.experiments.request import SeedRunError
 
         if isinstance(err, SeedRunError):
             sys.stderr.write(f"paperzoo: error: {err}\n")

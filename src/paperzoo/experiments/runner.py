@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Mapping
@@ -29,7 +27,7 @@ from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunConte
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import write_report
 from paperzoo.utils.io import atomic_write_text
-from paperzoo.verdict import ClaimResult, Result, check_measurement, merge_dirs
+from paperzoo.verdict import ClaimResult, Result, check_measurement
 
 log = logging.getLogger(__name__)
 
@@ -192,12 +190,16 @@ def _diff(old: Any, new: Any, key: str = "") -> list[str]:
     return [] if same else [f"{key.lstrip('.')} {old!r} -> {new!r}"]
 
 
-def _has_state(out_dir: Path) -> bool:
-    """Whether ``out_dir`` holds something a run would resume from (checkpoints, or the records
-    of finished models that experiments keep: ``models/*/result.json``, ``runs/*/curves.json``)."""
+def _has_state(out_dir: Path, *papers: object) -> bool:
+    """Whether ``out_dir`` holds something a run would resume from: checkpoints, or the records
+    of finished models that ``papers`` keep (``Experiment.resume_state``; names that are not
+    registered papers add nothing)."""
     if not out_dir.is_dir():
         return False
-    patterns = ("**/checkpoints/latest.json", "models/*/result.json", "runs/*/curves.json")
+    patterns = ["**/checkpoints/latest.json"]
+    for paper in papers:
+        if isinstance(paper, str) and paper in EXPERIMENTS:
+            patterns += get_experiment(paper).resume_state
     return any(next(out_dir.glob(p), None) is not None for p in patterns)
 
 
@@ -210,18 +212,20 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
     """
     record = out_dir / RUN_RECORD
     old: Any = None
+    paper = spec.get("paper")
     if record.exists():
         try:
             old = json.loads(record.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            if _has_state(out_dir):
+            if _has_state(out_dir, paper):
                 raise RunMismatchError(
                     f"{record} is corrupt ({err}): its checkpoints cannot be checked against "
                     "this command; choose another --out or delete the directory"
                 ) from None
         if json.dumps(old, sort_keys=True) == json.dumps(spec, sort_keys=True):
             return True
-    if _has_state(out_dir):
+    # the state of this paper, and of the paper whose record the directory holds
+    if _has_state(out_dir, paper, old.get("paper") if isinstance(old, dict) else None):
         if old is None:
             raise RunMismatchError(
                 f"--out {out_dir} holds checkpoints without a {RUN_RECORD} (a run of an older "
@@ -265,9 +269,9 @@ def _code(code: Any) -> str:
     return f"commit {code.get('commit')}, source {str(code.get('source_sha256'))[:12]}"
 
 
-def clear_run(out_dir: Path) -> None:
-    """``--restart``: remove what a run left in ``out_dir`` (its record, checkpoints, finished
-    models, results and figures); other files (a seed's ``log.txt``) stay.
+def clear_run(out_dir: Path, paper: str | None = None) -> None:
+    """``--restart``: remove what a run of ``paper`` left in ``out_dir`` (its record,
+    checkpoints, finished models, results and figures); other files (a seed's ``log.txt``) stay.
 
     Raises:
         RunMismatchError: ``out_dir`` holds checkpoints but no run record (not a paperzoo run
@@ -277,7 +281,7 @@ def clear_run(out_dir: Path) -> None:
 
     if not out_dir.is_dir():
         return
-    if not (out_dir / RUN_RECORD).exists() and _has_state(out_dir):
+    if not (out_dir / RUN_RECORD).exists() and _has_state(out_dir, paper):
         raise RunMismatchError(
             f"--restart: {out_dir} holds checkpoints without a {RUN_RECORD}; it is not cleared "
             "(delete it yourself or choose another --out)"
@@ -340,7 +344,7 @@ def run_experiment(
     dataset = check_run(exp, ctx)
     spec = run_spec(name, ctx, cfg, dataset)
     if ctx.restart and ctx.dist.is_main:
-        clear_run(Path(ctx.out_dir))
+        clear_run(Path(ctx.out_dir), name)
     resumed = ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec)
     if resumed:
         log.info("%s: resuming the run in %s", name, ctx.out_dir)
@@ -466,128 +470,3 @@ def run_or_diverge(exp: Experiment, cfg: Any, ctx: RunContext) -> Outcome:
             notes=[f"the run {why}; its claims are not measured (the seed is kept, not replaced)"],
             why_not_measured={c.id: why for c in claims},
         )
-
-
-class SeedRunError(RuntimeError):
-    """A seed's process of a multi-seed run exited with an error."""
-
-
-class SeedUsageError(ValueError):
-    """The seed processes exited 2 (bad arguments or data): the first one's own error."""
-
-
-def _last_error(log_file: Path) -> str | None:
-    """The last ``paperzoo: error: ...`` line of a seed's log, without the prefix."""
-    prefix = "paperzoo: error: "
-    try:
-        lines = log_file.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
-    return next((ln[len(prefix) :] for ln in reversed(lines) if ln.startswith(prefix)), None)
-
-
-def run_seeds(
-    name: str,
-    seeds: list[int],
-    out_dir: Path,
-    *,
-    jobs: int = 1,
-    threads: int = 1,
-    child_args: list[str] | None = None,
-    command: str | None = None,
-) -> Result:
-    """Run experiment ``name`` once per seed, ``jobs`` processes at a time, and aggregate.
-
-    Each seed runs as ``python -m paperzoo reproduce NAME --seed S --out OUT/seed-S --threads T``
-    (plus ``child_args``: scale, data and device flags) with its log in ``OUT/seed-S/log.txt``;
-    the aggregate ``results.json`` / ``report.md`` (per-seed values, mean, std, verdicts) go to
-    ``OUT``. The aggregate is exactly what ``paperzoo merge OUT/seed-*`` writes.
-
-    A signal (SIGINT / SIGTERM) is passed on to the running seed processes, which checkpoint
-    and stop; seeds not started yet are not started. Rerunning the command resumes every seed.
-
-    Raises:
-        SeedUsageError: the failed seed processes exited 2 (bad arguments or data): the first
-            one's one-line error, naming its log.
-        SeedRunError: a seed's process failed otherwise (the message names the logs).
-        paperzoo.engine.interrupt.Interrupted: a signal stopped the run (after its children).
-    """
-    import subprocess
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
-
-    out_dir = Path(out_dir).resolve()
-    env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    lock = threading.Lock()
-    live: dict[int, subprocess.Popen[bytes]] = {}  # seed -> its running process
-    stopping: list[int] = []  # the signal that stops the run, once one arrived
-
-    def one(seed: int) -> tuple[int, int, float]:
-        seed_dir = out_dir / f"seed-{seed}"
-        seed_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "paperzoo", "reproduce", name, "--seed", str(seed)]
-        cmd += ["--out", str(seed_dir), "--threads", str(threads), *(child_args or [])]
-        start = time.perf_counter()
-        with open(seed_dir / "log.txt", "a") as logf:
-            with lock:
-                if stopping:  # never start a seed once the run is stopping
-                    return seed, 128 + stopping[0], 0.0
-                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
-                live[seed] = proc
-            try:
-                rc = proc.wait()
-            finally:
-                with lock:
-                    live.pop(seed, None)
-        wall = time.perf_counter() - start
-        log.info("%s seed %d finished in %.0f s (exit %d)", name, seed, wall, rc)
-        return seed, rc, wall
-
-    log.info(
-        "%s: %d seeds, %d at a time, %d thread(s) each; logs in %s/seed-S/log.txt",
-        name, len(seeds), jobs, threads, out_dir,
-    )  # fmt: skip
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(one, s) for s in seeds]
-        try:
-            done = [f.result() for f in futures]
-        except KeyboardInterrupt as stop:  # interrupt.Interrupted, or Ctrl-C without handlers
-            signum = getattr(stop, "signum", signal.SIGINT)
-            log.warning("%s: stopping the seed runs (they checkpoint first)", name)
-            with lock:
-                stopping.append(signum)
-            for f in futures:
-                f.cancel()
-            _stop_children(signum, lock, live)
-            raise
-    failed = [(s, rc) for s, rc, _ in done if rc != 0]
-    if failed and all(rc == 2 for _, rc in failed):
-        seed_log = out_dir / f"seed-{failed[0][0]}" / "log.txt"
-        message = _last_error(seed_log)
-        if message is not None:
-            raise SeedUsageError(f"{message} (seed {failed[0][0]}; log: {seed_log})")
-    if failed:
-        logs = ", ".join(
-            f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
-        )
-        raise SeedRunError(f"{name}: seed runs failed: {logs}")
-    return merge_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir, command=command)
-
-
-def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> None:
-    """Pass ``signum`` to the running seed processes and wait until they have exited; a repeated
-    signal is passed on too (the children then stop at once)."""
-    sent: set[int] = set()
-    while True:
-        with lock:
-            procs = [p for p in live.values() if p.poll() is None]
-        if not procs:
-            return
-        try:
-            for p in procs:
-                if p.pid not in sent:
-                    p.send_signal(signum)
-                    sent.add(p.pid)
-            time.sleep(0.1)
-        except KeyboardInterrupt as again:
-            signum, sent = getattr(again, "signum", signal.SIGINT), set()

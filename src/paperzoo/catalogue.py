@@ -1,0 +1,94 @@
+"""``paperzoo list``: every registered paper, its data, claims (kind, targets per scale) and the
+price of its full run, as JSON (schema ``paperzoo.list/1``) or as text.
+
+A paper appears here by being registered (``paperzoo.experiments.EXPERIMENTS``); its full-run
+price is read from the counts ``tools/count_costs.py`` stores (``paperzoo.cost``), ``None`` for a
+paper that has no stored count yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA = "paperzoo.list/1"
+
+
+def list_catalogue() -> dict[str, Any]:
+    """The catalogue of ``paperzoo list --json`` (schema ``paperzoo.list/1``)."""
+    from paperzoo.cost import cached_costs
+    from paperzoo.experiments import EXPERIMENTS, SCALES
+    from paperzoo.experiments.runner import get_experiment
+
+    costs = cached_costs()  # counted by tools/count_costs.py (paperzoo.cost)
+    papers = []
+    for name in EXPERIMENTS.names():
+        exp = get_experiment(name)
+        cost = costs.get(name)
+        papers.append(
+            {
+                "name": name,
+                "title": exp.title,
+                "datasets": list(exp.datasets) or ["generated"],
+                "scales": list(SCALES),
+                "claims": [
+                    {
+                        "id": c.id,
+                        "kind": c.kind,
+                        "statement": c.statement,
+                        "paper": c.paper,
+                        "scales": list(c.scales),  # where it is measured (most: every scale)
+                        "targets": c.targets(),
+                        # why the paper number is not verified (None: verified, source in docs)
+                        "unverified": c.unverified,
+                    }
+                    for c in exp.claims
+                ],
+                # --precision on CUDA without the flag (CPU: fp32); why: docs/<paper>.md
+                "cuda_precision": exp.cuda_precision,
+                # the price of --scale full: training + evaluation FLOP counted from the models,
+                # GPU hours on one H100/H200-class GPU in bf16 (paperzoo.cost); None: not counted
+                "full_cost": None if cost is None else full_cost_entry(name, cost),
+            }
+        )
+    return {"schema": SCHEMA, "papers": papers}
+
+
+def full_cost_entry(name: str, cost: dict[str, Any]) -> dict[str, Any]:
+    """``full_cost`` of ``paperzoo list --json``: the stored count, and whether it was made at
+    the current full config and plan (else ``tools/count_costs.py NAME`` recounts it)."""
+    from paperzoo.cost import config_digest
+
+    entry = {k: cost[k] for k in ("flop", "gpu_hours", "assumptions")}
+    entry["current"] = cost.get("config_sha256") == config_digest(name)
+    return entry
+
+
+def render_catalogue(catalogue: dict[str, Any]) -> str:
+    """The text of ``paperzoo list``: per paper its data, the price of its full run and one line
+    per claim with its targets."""
+    from paperzoo.cost import UTILISATION
+
+    lines: list[str] = []
+    for p in catalogue["papers"]:
+        lines.append(f"{p['name']}: {p['title']}")
+        lines.append(f"  data: {', '.join(p['datasets'])}; scales: {', '.join(p['scales'])}")
+        if p["full_cost"] is not None:
+            c = p["full_cost"]
+            lines.append(
+                f"  full run: {c['flop']:.2g} FLOP, about {c['gpu_hours']:.2g} GPU-hours (one "
+                f"H100/H200 in bf16 at {UTILISATION:.0%} of peak; CUDA precision "
+                f"{p['cuda_precision']})"
+            )
+        for c in p["claims"]:
+            t = {s: v for s, v in c["targets"].items() if s != "smoke"} or c["targets"]
+            if len(t) == 2 and len(set(t.values())) == 1:
+                target = t["quick"]
+            elif len(t) == 1:
+                ((s, v),) = t.items()
+                target = f"{s} only: {v}"
+            else:
+                target = "; ".join(f"{s} {v}" for s, v in t.items())
+            lines.append(f"  - [{c['kind']}] {c['id']}  [{target}]  {c['statement']}")
+            if c["unverified"]:
+                lines.append(f"      paper number unverified: {c['unverified']}")
+    return "".join(f"{line}\n" for line in lines)

@@ -1,0 +1,432 @@
+"""One ``paperzoo reproduce`` command as a value: ``RunRequest``.
+
+The command line is parsed once into a ``RunRequest``; everything that repeats the command is
+made from it: the ``RunContext`` of each seed's run (``context``), the command line of each
+seed's process in a multi-seed run (``child_argv``), and the command that resumes an interrupted
+run (``resume_command``). ``run`` checks the request before anything is written, then runs it:
+one process per seed with ``--seeds`` (``jobs`` at a time, aggregated), else in this process
+(under torchrun every rank runs each seed in turn).
+
+A paper's own options (``Experiment.options``, e.g. GG-NN's ``--folds``) travel in the request
+by flag and reach only the papers that declare them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from paperzoo.engine.distributed import DistInfo
+from paperzoo.experiments.base import EXPERIMENTS, Option, RunContext
+from paperzoo.experiments.runner import (
+    check_run,
+    get_experiment,
+    resolve_config,
+    run_experiment,
+)
+from paperzoo.verdict import Result, merge_dirs
+
+log = logging.getLogger(__name__)
+
+
+class SeedRunError(RuntimeError):
+    """A seed's process of a multi-seed run exited with an error."""
+
+
+class SeedUsageError(ValueError):
+    """The seed processes exited 2 (bad arguments or data): the first one's own error."""
+
+
+def paper_options() -> dict[str, tuple[Option, tuple[str, ...]]]:
+    """Every registered paper's own options by flag: (the option, the papers declaring it), in
+    the papers' name order and each paper's declaration order."""
+    import paperzoo.experiments  # noqa: F401  (registers every experiment)
+
+    found: dict[str, tuple[Option, tuple[str, ...]]] = {}
+    for name in EXPERIMENTS.names():
+        for opt in get_experiment(name).options:
+            first, papers = found.get(opt.flag, (opt, ()))
+            found[opt.flag] = (first, (*papers, name))
+    return found
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def check_out_dir(out: Path | None) -> None:
+    """Fail before any work when ``--out`` (or the first of its parents that exists) is not a
+    directory, instead of when the results are written.
+
+    Raises:
+        ValueError: one line naming the file in the way.
+    """
+    if out is None:
+        return
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == out else f" ({existing} is a file)"
+        raise ValueError(f"--out {out} is not a directory{where}")
+
+
+def resolve_device(requested: str | None) -> str:
+    """``--device``: cuda when present without one; ``ValueError`` for one this machine lacks."""
+    import torch
+
+    if requested is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {requested}: CUDA is not available on this machine")
+    if not (requested == "cpu" or requested.startswith("cuda")):
+        raise ValueError(f"--device must be cpu, cuda or cuda:N, got {requested!r}")
+    return requested
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What ``paperzoo reproduce`` was asked to do; fields are the command-line flags as given.
+
+    Args:
+        names: the papers to run (every registered one for ``--all``).
+        all: ``--all`` was given (the resume command repeats it).
+        seeds: the seeds; ``multi``: given as ``--seeds`` (one process each, aggregated).
+        jobs: seed processes at once; ``threads``: torch threads (None: cores / jobs).
+        out: ``--out`` (None: ``runs/NAME-SCALE-sSEED`` or ``-seedsA-B``).
+        overrides: the ``--set KEY=VALUE`` items, in order.
+        options: the papers' own options that were given, by flag.
+        command: the command line, recorded in results.json.
+    """
+
+    names: tuple[str, ...]
+    all: bool = False
+    scale: str = "quick"
+    seeds: tuple[int, ...] = (0,)
+    multi: bool = False
+    jobs: int = 1
+    threads: int | None = None
+    out: Path | None = None
+    overrides: tuple[str, ...] = ()
+    dataset: str | None = None
+    data_root: Path | None = None
+    download: bool = False
+    device: str | None = None
+    precision: str | None = None
+    quiet: bool = False
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    shard: tuple[int, int] | None = None
+    part: str | None = None
+    max_steps: int | None = None
+    restart: bool = False
+    command: str | None = None
+
+    # -- what the request repeats -----------------------------------------------------------
+
+    def out_dir(self, name: str) -> Path:
+        """Where paper ``name`` writes: ``--out`` (``OUT/NAME`` with ``--all``), else
+        ``runs/NAME-SCALE-sSEED`` (``-seedsA-B`` for ``--seeds``)."""
+        if self.out is not None:
+            return self.out / name if self.all else self.out
+        tag = f"seeds{self.seeds[0]}-{self.seeds[-1]}" if self.multi else f"s{self.seeds[0]}"
+        return Path("runs") / f"{name}-{self.scale}-{tag}"
+
+    def paper_options(self, name: str) -> list[tuple[Option, Any]]:
+        """The options of paper ``name`` that were given, with their values."""
+        declared = get_experiment(name).options
+        return [(o, self.options[o.flag]) for o in declared if o.flag in self.options]
+
+    def context(self, name: str, seed: int, out: Path, dist: DistInfo, device: str) -> RunContext:
+        """The ``RunContext`` of paper ``name``'s run of ``seed`` in ``out``."""
+        from paperzoo.engine.precision import default_precision
+
+        cuda_precision = get_experiment(name).cuda_precision
+        precision = self.precision or default_precision(cuda_precision, device)
+        return RunContext(
+            scale=self.scale,
+            seed=seed,
+            device=device,
+            out_dir=out,
+            data_root=self.data_root,
+            download=self.download,
+            dataset=self.dataset,
+            quiet=self.quiet,
+            options=MappingProxyType({o.dest: v for o, v in self.paper_options(name)}),
+            shard=self.shard,
+            max_steps=self.max_steps,
+            precision=precision,
+            dist=dist,
+            part=self.part,
+            command=self.command,
+            restart=self.restart,
+        )
+
+    def _flags(self, options: list[tuple[Option, Any]], *, restart: bool) -> list[str]:
+        """The flags that every seed's process and the resume command repeat."""
+        out = ["--scale", self.scale]
+        for opt, value in options:
+            out += opt.argv(value)
+        for flag, value in (
+            ("--dataset", self.dataset),
+            ("--data-root", self.data_root),
+            ("--device", self.device),
+            ("--precision", self.precision),
+        ):
+            if value is not None:
+                out += [flag, str(value)]
+        if self.download:
+            out.append("--download")
+        if self.part is not None:
+            out += ["--part", self.part]
+        for item in self.overrides:
+            out += ["--set", item]
+        if self.max_steps is not None:
+            out += ["--max-steps", str(self.max_steps)]
+        if restart and self.restart:
+            out.append("--restart")
+        return out
+
+    def child_argv(self, name: str, seed: int, out: Path, threads: int) -> list[str]:
+        """The ``paperzoo`` arguments of paper ``name``'s process for ``seed`` in a multi-seed
+        run: this command with one seed, its own ``out`` and ``threads``."""
+        argv = ["reproduce", name, "--seed", str(seed), "--out", str(out)]
+        argv += ["--threads", str(threads)]
+        return argv + self._flags(self.paper_options(name), restart=True)
+
+    def resume_command(self) -> str:
+        """The command that resumes this run: the same command with its ``--out`` and without
+        ``--restart`` (resuming must not start over)."""
+        cmd = ["paperzoo", "reproduce", "--all" if self.all else self.names[0]]
+        if self.multi:
+            cmd += ["--seeds", ",".join(map(str, self.seeds))]
+        else:
+            cmd += ["--seed", str(self.seeds[0])]
+        if self.jobs > 1:
+            cmd += ["--jobs", str(self.jobs)]
+        if self.out is not None or not self.all:
+            cmd += ["--out", str(self.out if self.out is not None else self.out_dir(self.names[0]))]
+        given = [
+            (opt, self.options[flag])
+            for flag, (opt, _) in paper_options().items()
+            if flag in self.options
+        ]
+        cmd += self._flags(given, restart=False)
+        if self.threads:
+            cmd += ["--threads", str(self.threads)]
+        if self.shard is not None:
+            cmd += ["--shard", f"{self.shard[0]}/{self.shard[1]}"]
+        if self.quiet:
+            cmd.append("--quiet")
+        return shlex.join(cmd)
+
+    # -- running it ---------------------------------------------------------------------------
+
+    @property
+    def seed_jobs(self) -> int:
+        """Seed processes at once: ``jobs``, at most one per seed."""
+        return min(self.jobs, len(self.seeds))
+
+    @property
+    def seed_threads(self) -> int:
+        """Torch threads of each seed's process: ``threads``, else the cores shared by the jobs."""
+        return self.threads or max(1, cores() // self.seed_jobs)
+
+    def check(self) -> dict[str, str]:
+        """Check the request before anything is written: the flags that do not combine, the
+        data, ``--dataset``, ``--part``, ``--shard`` and the papers' options of every paper
+        (``runner.check_run``, ``Experiment.check_options``); returns the parsed ``--set``.
+
+        Raises:
+            ValueError: one line saying what cannot run (the CLI exits 2).
+            paperzoo.data.DataRequired: a full run's data are not under ``data_root``.
+        """
+        from paperzoo.experiments.overrides import parse_set
+
+        if self.data_root is not None and not self.data_root.is_dir():
+            if self.data_root.exists() or not self.download:  # --download creates a missing one
+                raise ValueError(f"--data-root {self.data_root} is not a directory")
+        check_out_dir(self.out)
+        if self.overrides and self.all:
+            raise ValueError("--set changes one paper's config: give a paper NAME, not --all")
+        overrides = parse_set(list(self.overrides))
+        if not self.all:
+            resolve_config(self.names[0], self.scale, overrides)  # a bad key or value: now
+        if self.multi and self.shard is not None:
+            raise ValueError(
+                "--shard and --seeds don't combine: run each seed's shards, then merge"
+            )
+        if self.jobs > 1 and not self.multi:
+            raise ValueError("--jobs needs --seeds")
+        jobs, threads = self.seed_jobs, self.seed_threads
+        if self.multi and jobs * threads > cores():
+            raise ValueError(
+                f"--jobs {jobs} x --threads {threads} exceeds the {cores()} cores: "
+                "processes spinning on shared cores slow every step by up to 50x"
+            )
+        for name in self.names:  # before anything is written to --out
+            exp = get_experiment(name)
+            if self.shard is not None and not exp.has_grid:
+                raise ValueError(f"{name} trains no grid of models: --shard does not apply")
+            ctx = self.context(name, self.seeds[0], Path("runs"), DistInfo(), "cpu")
+            check_run(exp, ctx)
+            exp.check_options(ctx)
+        return overrides
+
+    def run(self) -> Iterator[tuple[str, Result, Path]]:
+        """Check, then run every paper of the request; yields (paper, result, its ``out``) as
+        each finishes, on the main process only.
+
+        Raises:
+            ValueError, paperzoo.data.DataRequired: see ``check``; nothing was written.
+            SeedUsageError, SeedRunError: a seed's process failed (``--seeds``).
+            paperzoo.engine.interrupt.Interrupted: a signal stopped the run (``resume_command``
+                resumes it).
+        """
+        import torch
+
+        from paperzoo.engine import init_distributed, seed_everything
+
+        overrides = self.check()
+        device = resolve_device(self.device)
+        dist = init_distributed(device)
+        if dist.enabled and device.startswith("cuda"):
+            device = f"cuda:{dist.local_rank}"
+        for name in self.names:
+            out = self.out_dir(name)
+            if self.multi and not dist.enabled:
+                result = run_seeds(self, name, out)
+            else:
+                if self.threads:
+                    torch.set_num_threads(self.threads)
+                for seed in self.seeds:  # under torchrun the seeds run one after another
+                    seed_everything(seed)
+                    seed_out = out / f"seed-{seed}" if self.multi else out
+                    result = run_experiment(
+                        name, self.context(name, seed, seed_out, dist, device), overrides
+                    )
+                if self.multi and dist.is_main:
+                    seed_dirs = [out / f"seed-{s}" for s in self.seeds]
+                    result = merge_dirs(seed_dirs, out, command=self.command)
+            if dist.is_main:
+                yield name, result, out
+
+
+def _last_error(log_file: Path) -> str | None:
+    """The last ``paperzoo: error: ...`` line of a seed's log, without the prefix."""
+    prefix = "paperzoo: error: "
+    try:
+        lines = log_file.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((ln[len(prefix) :] for ln in reversed(lines) if ln.startswith(prefix)), None)
+
+
+def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
+    """Run paper ``name`` of ``request`` once per seed, ``request.seed_jobs`` processes at a
+    time, and aggregate.
+
+    Each seed runs as ``python -m paperzoo`` with ``request.child_argv`` (``--seed S --out
+    OUT/seed-S --threads T`` and the request's other flags) with its log in
+    ``OUT/seed-S/log.txt``; the aggregate ``results.json`` / ``report.md`` (per-seed values,
+    mean, std, verdicts) go to ``OUT``: ``paperzoo.verdict.merge_dirs``, as ``paperzoo merge
+    OUT/seed-*`` writes it.
+
+    A signal (SIGINT / SIGTERM) is passed on to the running seed processes, which checkpoint
+    and stop; seeds not started yet are not started. Rerunning the command resumes every seed.
+
+    Raises:
+        SeedUsageError: the failed seed processes exited 2 (bad arguments or data): the first
+            one's one-line error, naming its log.
+        SeedRunError: a seed's process failed otherwise (the message names the logs).
+        paperzoo.engine.interrupt.Interrupted: a signal stopped the run (after its children).
+    """
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    seeds, jobs, threads = list(request.seeds), request.seed_jobs, request.seed_threads
+    out_dir = Path(out_dir).resolve()
+    env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    lock = threading.Lock()
+    live: dict[int, subprocess.Popen[bytes]] = {}  # seed -> its running process
+    stopping: list[int] = []  # the signal that stops the run, once one arrived
+
+    def one(seed: int) -> tuple[int, int, float]:
+        seed_dir = out_dir / f"seed-{seed}"
+        seed_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "paperzoo", *request.child_argv(name, seed, seed_dir, threads)]
+        start = time.perf_counter()
+        with open(seed_dir / "log.txt", "a") as logf:
+            with lock:
+                if stopping:  # never start a seed once the run is stopping
+                    return seed, 128 + stopping[0], 0.0
+                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+                live[seed] = proc
+            try:
+                rc = proc.wait()
+            finally:
+                with lock:
+                    live.pop(seed, None)
+        wall = time.perf_counter() - start
+        log.info("%s seed %d finished in %.0f s (exit %d)", name, seed, wall, rc)
+        return seed, rc, wall
+
+    log.info(
+        "%s: %d seeds, %d at a time, %d thread(s) each; logs in %s/seed-S/log.txt",
+        name, len(seeds), jobs, threads, out_dir,
+    )  # fmt: skip
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(one, s) for s in seeds]
+        try:
+            done = [f.result() for f in futures]
+        except KeyboardInterrupt as stop:  # interrupt.Interrupted, or Ctrl-C without handlers
+            signum = getattr(stop, "signum", signal.SIGINT)
+            log.warning("%s: stopping the seed runs (they checkpoint first)", name)
+            with lock:
+                stopping.append(signum)
+            for f in futures:
+                f.cancel()
+            _stop_children(signum, lock, live)
+            raise
+    failed = [(s, rc) for s, rc, _ in done if rc != 0]
+    if failed and all(rc == 2 for _, rc in failed):
+        seed_log = out_dir / f"seed-{failed[0][0]}" / "log.txt"
+        message = _last_error(seed_log)
+        if message is not None:
+            raise SeedUsageError(f"{message} (seed {failed[0][0]}; log: {seed_log})")
+    if failed:
+        logs = ", ".join(
+            f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
+        )
+        raise SeedRunError(f"{name}: seed runs failed: {logs}")
+    return merge_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir, command=request.command)
+
+
+def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> None:
+    """Pass ``signum`` to the running seed processes and wait until they have exited; a repeated
+    signal is passed on too (the children then stop at once)."""
+    sent: set[int] = set()
+    while True:
+        with lock:
+            procs = [p for p in live.values() if p.poll() is None]
+        if not procs:
+            return
+        try:
+            for p in procs:
+                if p.pid not in sent:
+                    p.send_signal(signum)
+                    sent.add(p.pid)
+            time.sleep(0.1)
+        except KeyboardInterrupt as again:
+            signum, sent = getattr(again, "signum", signal.SIGINT), set()
