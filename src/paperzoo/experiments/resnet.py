@@ -66,6 +66,7 @@ from paperzoo.experiments.base import (
     Outcome,
     RunContext,
 )
+from paperzoo.experiments.grid import shard_slice
 from paperzoo.metrics.classification import predict
 from paperzoo.models import create_model
 from paperzoo.models.resnet import CifarResNet
@@ -441,11 +442,7 @@ class ResNetExperiment(Experiment):
 
     def _names(self, cfg: Config, ctx: RunContext) -> tuple[str, ...]:
         """The nets this run trains (``--shard K/N``: every N-th from the K-th)."""
-        names = self.model_names(cfg)
-        if ctx.shard is not None:
-            k, n = ctx.shard
-            names = names[k::n]
-        return names
+        return tuple(shard_slice(self.model_names(cfg), ctx.shard))
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         data, info, num_classes = self._data(cfg, ctx)

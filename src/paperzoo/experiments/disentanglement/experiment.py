@@ -40,8 +40,8 @@ from paperzoo.experiments.disentanglement.training import (
     Env,
     environment,
     evaluate_item,
-    read_record,
 )
+from paperzoo.experiments.grid import read_record
 from paperzoo.models.vae import VAE, VAEConfig
 
 # -- figures ----------------------------------------------------------------------------------------

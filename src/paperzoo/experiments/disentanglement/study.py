@@ -23,6 +23,7 @@ from paperzoo.experiments.disentanglement.config import (
     STUDY_FINDING_METRICS,
     Config,
 )
+from paperzoo.experiments.grid import rank_slice, shard_slice
 
 # -- grid slicing -----------------------------------------------------------------------------------
 
@@ -37,9 +38,8 @@ def shard_items(
 ) -> tuple[list[str], list[str]]:
     """(items of this shard, items of this process): item i of the grid goes to shard i mod N, and
     item j of a shard to rank j mod world_size."""
-    k, n = shard or (0, 1)
-    mine = [it for i, it in enumerate(items) if i % n == k]
-    return mine, [it for j, it in enumerate(mine) if j % dist.world_size == dist.rank]
+    mine = shard_slice(items, shard)
+    return mine, rank_slice(mine, dist)
 
 
 # -- summary ----------------------------------------------------------------------------------------

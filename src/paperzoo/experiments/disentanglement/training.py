@@ -10,7 +10,6 @@ Protocol: docs/disentanglement.md.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ from paperzoo.experiments.disentanglement.config import (
     Config,
     ModelSpec,
 )
+from paperzoo.experiments.grid import read_record, write_record
 from paperzoo.metrics.disentanglement import (
     beta_vae_score,
     dci,
@@ -59,7 +59,6 @@ from paperzoo.models.vae import (
     train_step,
 )
 from paperzoo.models.wren import WReN
-from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -425,19 +424,6 @@ def _train_wren(
     return {"steps": steps, "test_acc": mean_acc, "runs": runs}
 
 
-def read_record(path: Path) -> dict[str, Any]:
-    """A finished item's cached record; a corrupt one is a clear error naming the file."""
-    try:
-        record = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(
-            f"{path} is not a valid cached record ({exc}); delete it to redo that model"
-        ) from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{path} is not a valid cached record (not a JSON object)")
-    return record
-
-
 def evaluate_item(
     item: str, cfg: Config, ctx: RunContext, env: Env, specs: dict[str, ModelSpec]
 ) -> dict[str, Any]:
@@ -476,5 +462,5 @@ def evaluate_item(
         record["metrics"]["reconstruction"] = -_reconstruction(model, env.train, cfg, ctx)
         record["weights"] = str((out / "vae.safetensors").resolve())
     record["wren"] = _train_wren(item, rep, cfg, ctx, env, out)
-    atomic_write_text(cached, json.dumps(record, indent=1) + "\n")
+    write_record(cached, record, indent=1)
     return record

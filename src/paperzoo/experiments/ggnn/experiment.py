@@ -45,6 +45,7 @@ from paperzoo.experiments.ggnn.config import (
     task_setting,
 )
 from paperzoo.experiments.ggnn.training import run_baselines, run_graph_model
+from paperzoo.experiments.grid import shard_slice
 from paperzoo.models.ggnn import GatedGraphNet
 
 log = logging.getLogger(__name__)
@@ -284,11 +285,7 @@ class GGNNExperiment(Experiment):
     def _shard_folds(self, cfg: Config, ctx: RunContext) -> list[int]:
         """The folds this run trains: all of ``_folds``, or with ``--shard K/N`` every N-th from
         the K-th (``paperzoo merge`` of all N shards gives the whole run back)."""
-        folds = self._folds(cfg, ctx)
-        if ctx.shard is not None:
-            k, n = ctx.shard
-            folds = folds[k::n]
-        return folds
+        return shard_slice(self._folds(cfg, ctx), ctx.shard)
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         self.part_prefix(ctx)  # an unknown part raises, naming the parts

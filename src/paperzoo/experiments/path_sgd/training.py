@@ -9,7 +9,6 @@ of training-loss curves. Settings: ``config.py``; protocol: docs/path-sgd.md.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import math
 import shutil
@@ -23,10 +22,10 @@ from torch import Tensor, nn
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import RunContext
+from paperzoo.experiments.grid import read_record, write_record
 from paperzoo.experiments.path_sgd.config import INITS, Config
 from paperzoo.metrics.classification import predict
 from paperzoo.optim import PathSGD
-from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +194,7 @@ def train_run(
     curves = run_dir / "curves.json"  # the run's record, kept when its weights are pruned
     if curves.exists() and not (run_dir / "checkpoints" / "latest.json").exists():
         log.info("%s: finished earlier (weights pruned), loading %s", tag, curves)
-        return Run(**json.loads(curves.read_text()), model=None)
+        return Run(**read_record(curves), model=None)
     trainer = Trainer(
         model,
         optimizer,
@@ -240,7 +239,7 @@ def train_run(
         "train_error": [p["train_error"] for p in points],
         "val_error": [p["val_error"] for p in points],
     }
-    atomic_write_text(curves, json.dumps(record))
+    write_record(curves, record)
     return Run(**record, model=None if diverged else model)
 
 
