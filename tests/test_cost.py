@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import warnings
+from pathlib import Path
 
 import pytest
 
@@ -17,11 +19,25 @@ from paperzoo.cost import (
 )
 from paperzoo.experiments import EXPERIMENTS
 
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _uncounted() -> list[str]:
+    """Registered papers without a stored count: none of the project's own papers (those with
+    their docs/NAME.md) may be among them; another one (a module just added) is reported."""
+    missing = [n for n in EXPERIMENTS.names() if n not in cached_costs()]
+    documented = [n for n in missing if (DOCS / f"{n}.md").exists()]
+    assert not documented, f"no stored full-run cost for {documented}: run tools/count_costs.py"
+    if missing:
+        warnings.warn(f"no stored full-run cost for {missing} yet", stacklevel=2)
+    return missing
+
 
 def test_every_paper_has_a_stored_cost_counted_at_its_current_config():
     """tools/count_costs.py must be rerun when a full config or plan changes."""
     costs = cached_costs()
-    assert sorted(costs) == sorted(EXPERIMENTS.names())
+    assert set(costs) <= set(EXPERIMENTS.names()), "an entry for a paper that is not registered"
+    _uncounted()
     for name, c in costs.items():
         assert c["flop"] > 0 and c["gpu_hours"] > 0, name
         assert c["gpu_hours"] == pytest.approx(gpu_hours(c["flop"])), name
@@ -58,7 +74,10 @@ def test_path_sgd_training_is_the_hand_count_of_its_mlp():
 def test_list_json_prices_every_full_run(capsys):
     assert main(["list", "--json"]) == 0
     papers = json.loads(capsys.readouterr().out)["papers"]
-    assert len(papers) == 10
+    assert [p["name"] for p in papers] == EXPERIMENTS.names()
+    uncounted = _uncounted()
+    assert [p["name"] for p in papers if p["full_cost"] is None] == uncounted  # reported: null
+    papers = [p for p in papers if p["name"] not in uncounted]
     for p in papers:
         cost = p["full_cost"]
         assert cost["flop"] > 0 and cost["gpu_hours"] > 0, p["name"]

@@ -53,7 +53,12 @@ def main(argv: list[str]) -> int:
     papers = cached_costs()
     for name in names:
         start = time.perf_counter()
-        papers[name] = full_cost(name) | {"config_sha256": config_digest(name)}
+        try:
+            counted = full_cost(name)
+        except KeyError as err:  # the paper declares no counter: reported, not stored
+            logging.warning("%s: not counted (%s)", name, err.args[0])
+            continue
+        papers[name] = counted | {"config_sha256": config_digest(name)}
         logging.info(
             "%s: %.3g FLOP, %.3g GPU-hours (%.0f s)",
             name, papers[name]["flop"], papers[name]["gpu_hours"], time.perf_counter() - start,
