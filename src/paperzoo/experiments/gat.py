@@ -251,7 +251,8 @@ class GATExperiment(Experiment):
         NotRun(
             ("data", "gpu"),
             "CIFAR-10 is not reachable from this project's machines; the MNIST experiment "
-            "needs a GPU (issue 30: 28-250 CPU-hours for the MNIST full runs).",
+            "needs a GPU (--max-steps 3 estimates at one thread: 28-250 CPU-hours for the MNIST full "
+            "runs).",
             data="CIFAR-10",
         ),
     )

@@ -443,7 +443,7 @@ class WRMExperiment(Experiment):
         NotRun(
             ("gpu",),
             "adversarial training on the 60,000 MNIST digits: about 28 CPU-hours at one thread "
-            "(issue 30).",
+            "(a --max-steps 3 estimate).",
             part="mnist",
         ),
     )

@@ -135,15 +135,15 @@ FULL_BASELINE_TRAIN = {"babi4": 250}
 # numbers). Every full target resting on them is marked; docs/ggnn.md lists them.
 _UNVERIFIED_GGNN = (
     "the paper's Tables 1-2 (arXiv 1511.05493) were not found in the corpora searched; "
-    "the number is PAPERS.md's, not checked against the paper's text"
+    "the number is from the project's notes on the paper, not checked against the paper's text"
 )
 _UNVERIFIED_BASELINE = {
     t: (
-        "this project's reading of Table 1 (not in PAPERS.md), not checked against the paper's "
+        "this project's reading of Table 1 (not in its notes on the paper), not checked against the paper's "
         "text (arXiv 1511.05493 was not found in the corpora searched)"
         + ("; a reviewer reads the task-18 LSTM as about 78.8 %" if t == "babi18" else "")
         if t in ("babi4", "babi18")
-        else "PAPERS.md gives this baseline as approximate; not checked against the paper's "
+        else "the project's notes on the paper give this baseline as approximate; not checked against the paper's "
         "Tables 1-2 (arXiv 1511.05493 was not found in the corpora searched)"
     )
     for t in ALL_TASKS
