@@ -142,7 +142,6 @@ class DisentanglementExperiment(Experiment):
     configs = CONFIGS
 
     order = 8  # position in the summary's tables
-    resume_state = ("models/*/result.json",)  # finished models' records: a rerun loads them
     full_not_run = (
         NotRun(
             ("data", "gpu"),
