@@ -41,3 +41,14 @@ def test_coordconv2d_sees_position():
     assert y.shape == (1, 4, 6, 9)
     # a plain conv maps a constant input to a constant output; CoordConv does not
     assert y[0, :, 2:4, 2:7].std() > 0
+
+
+def test_coordconv2d_takes_conv2d_positional_arguments():
+    conv = CoordConv2d(3, 8, 3, 2, 1)  # in, out, kernel, stride, padding as nn.Conv2d
+    assert conv.conv.stride == (2, 2) and conv.conv.padding == (1, 1)
+    assert conv(torch.zeros(1, 3, 8, 8)).shape == (1, 8, 4, 4)
+    full = CoordConv2d(5, 4, 3, 1, 2, 2, 2, False, "reflect", with_r=True)
+    assert full.conv.in_channels == 8 and full.conv.dilation == (2, 2)
+    assert full.conv.groups == 2 and full.conv.bias is None and full.conv.padding_mode == "reflect"
+    keyword = CoordConv2d(1, 4, kernel_size=3, padding=1, dtype=torch.float64)
+    assert keyword.conv.weight.dtype == torch.float64 and keyword.conv.padding == (1, 1)

@@ -86,7 +86,12 @@ class AddCoords(nn.Module):
 
 
 class CoordConv2d(nn.Module):
-    """``AddCoords`` followed by ``nn.Conv2d`` (keyword arguments forwarded to the convolution).
+    """``AddCoords`` followed by ``nn.Conv2d``; takes ``nn.Conv2d``'s arguments.
+
+    ``CoordConv2d(3, 8, 3, 1, 1)`` is in_channels, out_channels, kernel_size, stride, padding, as
+    for ``nn.Conv2d``; ``dilation``, ``groups``, ``bias`` and ``padding_mode`` follow positionally
+    too, and ``with_r``, ``device`` and ``dtype`` are keyword-only. ``in_channels`` counts the
+    input's own channels; the convolution sees 2 (3 with ``with_r``) more.
 
     Shapes:
         x: (B, in_channels, H, W) -> (B, out_channels, H', W')
@@ -97,14 +102,31 @@ class CoordConv2d(nn.Module):
         in_channels: int,
         out_channels: int,
         kernel_size: int | tuple[int, int],
+        stride: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] | str = 0,
+        dilation: int | tuple[int, int] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
         *,
         with_r: bool = False,
-        **conv_kwargs: Any,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         self.add_coords = AddCoords(with_r=with_r)
         self.conv = nn.Conv2d(
-            in_channels + self.add_coords.extra_channels, out_channels, kernel_size, **conv_kwargs
+            in_channels + self.add_coords.extra_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device=device,
+            dtype=dtype,
         )
 
     def forward(self, x: Tensor) -> Tensor:
