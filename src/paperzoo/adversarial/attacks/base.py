@@ -3,7 +3,11 @@
 Conventions (shared with torchattacks): inputs live in ``clip`` (``[0, 1]`` for images) and any
 normalisation is part of the model; the model is put in eval mode for the attack and the caller's
 train/eval mode is restored in ``finally`` even if the attack raises; the result is detached and
-clamped to ``clip``.
+clamped to ``clip``. This holds for every public entry point, not only ``attack(x, y)``: a direct
+call of ``perturb``, ``loss_and_grad`` or ``evaluate`` (on any subclass, which override them) runs
+the same way, so no entry point runs the model with dropout on or batch-norm statistics updating.
+Calls an attack makes while it is already running (the algorithm's own oracle calls, a wrapper
+running the attack it wraps) skip the mode switch.
 
 Every gradient an attack uses comes from ``Attack.loss_and_grad``. Wrappers that change how
 gradients are obtained (``EOT`` averages them over the defence's randomness, ``BPDA`` takes them
@@ -16,10 +20,13 @@ that space (``Attack.run_with``), so every order of the three composes.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -106,20 +113,69 @@ def random_in_ball(
 
 
 @contextlib.contextmanager
-def eval_mode(*modules: nn.Module) -> Iterator[None]:
+def eval_mode(*modules: nn.Module | Callable[..., Any]) -> Iterator[None]:
     """Every module in eval mode inside the block; afterwards each submodule gets back its own mode.
 
     Restoring per submodule (not ``model.train(was_training)``) keeps a caller's mixed modes, e.g.
-    a frozen BatchNorm inside a model in training mode.
+    a frozen BatchNorm inside a model in training mode. Plain callables (not ``nn.Module``) are
+    skipped: they run as they are.
     """
-    saved = [(m, m.training) for top in modules for m in top.modules()]
-    for top in modules:
+    tops = [m for m in modules if isinstance(m, nn.Module)]
+    saved = [(m, m.training) for top in tops for m in top.modules()]
+    for top in tops:
         top.eval()
     try:
         yield
     finally:
         for m, mode in saved:
             m.training = mode
+
+
+# True while an attack's public entry point is running (in this thread / task): nested calls of
+# perturb, loss_and_grad and evaluate then run as they are, inside the outer call's eval mode.
+_RUNNING: contextvars.ContextVar[bool] = contextvars.ContextVar("attack_running", default=False)
+_GUARDED = ("perturb", "loss_and_grad", "evaluate")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def running(attack: Attack) -> Iterator[None]:
+    """Inside the block ``attack``'s models are in eval mode and its oracle calls run as they are.
+
+    For public entry points of an attack beyond those ``Attack`` guards (e.g. ``WRM.maximize``).
+    """
+    if _RUNNING.get():
+        yield
+        return
+    token = _RUNNING.set(True)
+    try:
+        with eval_mode(*attack.models()):
+            yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def _guard(method: _F, name: str) -> _F:
+    """``method`` run with every model of the attack in eval mode when called from outside an attack.
+
+    The caller's modes are restored in ``finally``; ``perturb``'s result is also detached and
+    clamped to the attack's ``clip``.
+    """
+    if getattr(method, "_attack_guarded", False):
+        return method
+
+    @functools.wraps(method)
+    def run(self: Attack, x: Tensor, y: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if _RUNNING.get():
+            return method(self, x, y, *args, **kwargs)
+        with running(self):
+            out = method(self, x.detach(), y.detach(), *args, **kwargs)
+        if name == "perturb":
+            return self.clamp(out.detach())
+        return out
+
+    run._attack_guarded = True  # type: ignore[attr-defined]
+    return run  # type: ignore[return-value]
 
 
 def unwrap_model(model: nn.Module) -> nn.Module:
@@ -133,7 +189,8 @@ class Attack(ABC):
     """Base class: holds the model, the loss to ascend and the valid input box.
 
     Args:
-        model: the (possibly defended) classifier; logits (B, K) from inputs (B, ...).
+        model: the (possibly defended) classifier; logits (B, K) from inputs (B, ...). An
+            ``nn.Module`` (put in eval mode while the attack runs) or a plain callable.
         loss: "ce" (cross-entropy), "cw" (Carlini-Wagner margin) or ``(logits, y) -> (B,)``.
         clip: the valid input range, or ``None`` for unbounded inputs (e.g. WRM's 2-D data).
         generator: source of the attack's randomness (random starts, samples).
@@ -155,6 +212,12 @@ class Attack(ABC):
         self.clip = clip
         self.generator = generator
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _GUARDED:  # a subclass's own perturb / loss_and_grad / evaluate
+            if name in cls.__dict__:
+                setattr(cls, name, _guard(cls.__dict__[name], name))
+
     def __call__(self, x: Tensor, y: Tensor) -> Tensor:
         """Adversarial examples for ``(x, y)``: detached, clamped to ``clip``.
 
@@ -163,13 +226,15 @@ class Attack(ABC):
         """
         if len(x) != len(y):
             raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
-        with eval_mode(*self.models()):
-            x_adv = self.perturb(x.detach(), y.detach())
-        return self.clamp(x_adv.detach())
+        return self.perturb(x.detach(), y.detach())
 
     @abstractmethod
     def perturb(self, x: Tensor, y: Tensor) -> Tensor:
-        """The attack algorithm (the model is already in eval mode)."""
+        """The attack algorithm; subclasses implement it.
+
+        Called from outside an attack it runs like ``attack(x, y)``: every model in eval mode
+        (restored afterwards) and the result detached and clamped to ``clip``.
+        """
 
     def models(self) -> list[nn.Module]:
         """Every module this attack runs; ``__call__`` puts them in eval mode and restores them."""
@@ -234,6 +299,10 @@ class Attack(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(loss={self.loss!r}, clip={self.clip})"
+
+
+for _name in ("loss_and_grad", "evaluate"):  # (perturb is abstract here; subclasses' is guarded)
+    setattr(Attack, _name, _guard(getattr(Attack, _name), _name))
 
 
 class AttackWrapper(Attack):

@@ -73,7 +73,11 @@ class BPDAModel(nn.Module):
     """
 
     def __init__(
-        self, *, transform: Callable, classifier: nn.Module, approx: Callable | None = None
+        self,
+        *,
+        transform: Callable[[Tensor], Tensor],
+        classifier: Callable[[Tensor], Tensor],
+        approx: Callable | None = None,
     ) -> None:
         super().__init__()
         self.layer = BPDALayer(transform, approx=approx)
@@ -96,7 +100,9 @@ class BPDA(AttackWrapper):
         attack: the attack to run (aimed at the defended model).
         approx: the smooth ``h ~= transform``; ``None`` is the identity (the common case). A
             transform may also provide ``transform.bpda_approx``, used when ``approx`` is None.
-        transform, classifier: override the parts found on ``attack.model``.
+        transform, classifier: override the parts found on ``attack.model``; either may be an
+            ``nn.Module`` or a plain callable (a function runs as it is: modules it closes over
+            are not switched to eval mode by the attack).
 
     ``with_model`` keeps the arguments passed explicitly and finds the rest (including a
     ``bpda_approx``) on the new model.
@@ -108,7 +114,7 @@ class BPDA(AttackWrapper):
         *,
         approx: Callable[[Tensor], Tensor] | None = None,
         transform: Callable[[Tensor], Tensor] | None = None,
-        classifier: nn.Module | None = None,
+        classifier: Callable[[Tensor], Tensor] | None = None,
     ) -> None:
         defended = attack.model
         found_transform = (

@@ -21,20 +21,34 @@ class FGSM(Attack):
         model: the classifier.
         eps: the perturbation budget in ``norm``.
         norm: "linf" (x + eps * sign(g), the FGSM) or "l2" (x + eps * g / ||g||_2, the FGM).
+        targeted: ``y`` holds target labels and the step decreases their loss (x - eps * ...),
+            as torchattacks' targeted mode; default: ``y`` are the true labels, loss increased.
         **base: ``loss``, ``clip``, ``generator`` of ``Attack``.
     """
 
-    def __init__(self, model: nn.Module, *, eps: float, norm: str = "linf", **base: Any) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        eps: float,
+        norm: str = "linf",
+        targeted: bool = False,
+        **base: Any,
+    ) -> None:
         super().__init__(model, **base)
         if eps < 0:
             raise ValueError(f"eps must be >= 0, got {eps}")
         self.eps = float(eps)
         self.norm = check_norm(norm)
+        self.targeted = bool(targeted)
 
     def perturb(self, x: Tensor, y: Tensor) -> Tensor:
         _, g = self.loss_and_grad(x, y)
         # Eq. (FGSM): x_adv = x + eps * sign(grad_x L(x, y))  (l_2: eps * grad / ||grad||_2)
-        return self.clamp(x + self.eps * normalize_grad(g, self.norm))
+        # (targeted: x - eps * sign(grad_x L(x, target)), towards the target class)
+        sign = -1.0 if self.targeted else 1.0
+        return self.clamp(x + sign * self.eps * normalize_grad(g, self.norm))
 
     def __repr__(self) -> str:
-        return f"FGSM(eps={self.eps}, norm={self.norm!r}, loss={self.loss!r})"
+        targeted = ", targeted=True" if self.targeted else ""
+        return f"FGSM(eps={self.eps}, norm={self.norm!r}{targeted}, loss={self.loss!r})"

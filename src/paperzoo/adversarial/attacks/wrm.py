@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from paperzoo.adversarial.attacks.base import Attack, eval_mode
+from paperzoo.adversarial.attacks.base import Attack, running
 from paperzoo.engine import budget
 
 log = logging.getLogger(__name__)
@@ -317,7 +317,7 @@ class WRM(Attack):
         """
         if len(x) != len(y):
             raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
-        with eval_mode(self.model):  # restores each submodule's own mode afterwards
+        with running(self):  # eval mode; restores each submodule's own mode afterwards
             z, rep = wrm_ascent(
                 self.loss_and_grad,
                 x.detach(),
