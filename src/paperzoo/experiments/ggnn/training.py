@@ -35,6 +35,7 @@ from paperzoo.experiments.ggnn.config import (
     _seed_key,
     task_setting,
 )
+from paperzoo.experiments.ggnn.torch7 import Torch7Adam, torch7_randperm
 from paperzoo.models.ggnn import (
     GatedGraphNet,
     GatedGraphSequenceNet,
@@ -303,8 +304,10 @@ def graph_eval(
     model.eval()
     try:
         right, loss = 0, 0.0
+        dtype = next(model.parameters()).dtype  # float64 models read float64 annotations
         for i in range(0, len(examples), chunk):
             b = babi.collate(examples[i : i + chunk])
+            b["x"] = b["x"].to(dtype)
             logp = _graph_logits(model, kind, b)
             right += int(_all_correct(logp, b["y"]).sum())
             loss += float(_sequence_loss(logp, b["y"])) * len(b["y"])
@@ -336,10 +339,16 @@ def sequence_eval(
 
 
 def _split_train(
-    graphs: tuple[babi.SymbolicGraph, ...], n_train: int, n_val: int, seed: int
+    graphs: tuple[babi.SymbolicGraph, ...],
+    n_train: int,
+    n_val: int,
+    seed: int,
+    method: str = "seeded",
 ) -> tuple[list[babi.SymbolicGraph], list[babi.SymbolicGraph]]:
     """A random n_train / n_val split of the training graphs (the authors' split_set).
 
+    ``method="seeded"``: a permutation seeded by ``seed``; ``"torch7"``: the authors' own,
+    Torch7's randperm under their fixed seed 1023 (``seed`` unused), the graphs in its order.
     A training split smaller than n_train + n_val (tiny test fixtures) keeps a third for
     validation and trains on the rest, with a warning.
     """
@@ -352,7 +361,10 @@ def _split_train(
             n_val,
         )
         n_train = len(graphs) - n_val
-    perm = np.random.default_rng(seed).permutation(len(graphs))
+    if method == "torch7":
+        perm = torch7_randperm(len(graphs), 1023)
+    else:
+        perm = np.random.default_rng(seed).permutation(len(graphs))
     return [graphs[i] for i in perm[:n_train]], [graphs[i] for i in perm[n_train : n_train + n_val]]
 
 
@@ -415,10 +427,15 @@ def train_restarts(
         stacked = StackedGatedGraphNet(models=models)  # type: ignore[arg-type]
     else:
         stacked = StackedGatedGraphSequenceNet(models=models)  # type: ignore[arg-type]
-    stacked.to(ctx.device)
+    dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
+    stacked.to(ctx.device, dtype)  # float64: the float32 draws, converted
+    models = [m.to(dtype) for m in models]  # (receive the selected weights at the end)
 
     def to_device(b: dict[str, Tensor]) -> dict[str, Tensor]:
-        return {n: t.to(ctx.device) for n, t in b.items()}
+        return {
+            n: t.to(ctx.device, dtype) if t.is_floating_point() else t.to(ctx.device)
+            for n, t in b.items()
+        }
 
     bank = _GraphBank(train) if _GraphBank.fits(train) else None
 
@@ -453,15 +470,16 @@ def train_restarts(
 
     keeper = BatchedKeeper(runs) if cfg.ties_by_loss else _EarliestKeeper(runs)
     tag = "-".join(map(str, (name, *key)))
+    adam = Torch7Adam if cfg.adam == "torch7" else torch.optim.Adam
     fit_batched(
         stacked,
         loss_fn,
-        torch.optim.Adam(stacked.parameters(), lr=s.lr),
+        adam(stacked.parameters(), lr=s.lr),
         steps=max(1, math.ceil(s.steps * cfg.step_scale)),
         evaluate=evaluate if val else None,  # no validation data: keep the last parameters
         eval_every=cfg.eval_every,
         keeper=keeper,
-        clamp=5.0,  # official: every gradient entry clamped to [-5, 5]
+        clamp=cfg.grad_clamp,  # official: every gradient entry clamped to [-5, 5]
         desc=f"{name} {'-'.join(key)} runs {attempts[0]}-{attempts[-1]} batched",
         out_dir=ctx.out_dir / "runs" / f"{tag}-a{attempts[0]}-{attempts[-1]}",
     )
@@ -482,6 +500,7 @@ def run_graph_model(
         s.n_train,
         cfg.n_val,
         derive_seed(ctx.seed, name, *_fold_key(cfg, fold), "split"),
+        cfg.split,
     )
     right = right_first = total = 0
     per_qtype: dict[int, dict[str, Any]] = {}
