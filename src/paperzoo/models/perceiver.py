@@ -18,7 +18,15 @@ Inputs of any modality: ``(B, M, C)`` (a set or a flattened array) or ``(B, *ind
 image (B, H, W, C), a video (B, T, H, W, C), ...). Positions: fixed Fourier features of the grid
 coordinates (``position="fourier"``), a learned embedding per input index (``"learned"``) or
 none; callers may pass their own coordinates (``coords=``, e.g. xyz of a point cloud) or position
-features (``pos=``, e.g. jointly permuted with the inputs).
+features (``pos=``, e.g. jointly permuted with the inputs). Fourier positions follow the input's
+shape, so one model takes grids of different sizes (the same bands; coordinates spaced over
+[-1, 1] along each axis, as perceiver-pytorch does), computed once per shape; ``input_axis=1``
+makes (B, N, C) a 1-D sequence of N positions. ``mask=`` (B, M) removes padded inputs from the
+cross-attention.
+
+Build from a config (``Perceiver(config=IMAGENET)``) or from its fields as keywords
+(``Perceiver(input_channels=3, num_classes=10, num_latents=64, ...)``; the other fields keep the
+``PerceiverConfig`` defaults, the ImageNet model's).
 
 Image wrappers: ``PerceiverOnImages`` (image batches as pixel sets, optionally under a fixed
 permutation that moves the position features with the pixels), ``PerceiverWithPositions`` (a
@@ -34,14 +42,21 @@ parameters).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
 from paperzoo.models.registry import MODELS
 from paperzoo.nn.attention import CrossAttentionBlock, LatentTransformer, variance_scaling_
-from paperzoo.nn.fourier import FourierPositionEncoding, fourier_channels, fourier_features
+from paperzoo.nn.fourier import (
+    FourierPositionEncoding,
+    fourier_channels,
+    fourier_features,
+    grid_features,
+)
 
 POSITIONS = ("fourier", "learned", "none")
 
@@ -67,6 +82,9 @@ class PerceiverConfig:
     max_resolution: tuple[float, ...] | None = None  # mu per axis (None: index_dims; ImageNet 224)
     learned_pos_dim: int = 256  # channels of a learned position embedding
     share_weights: bool = True  # the paper's sharing (see the module docstring); False: none
+    # index axes of an input (B, *axes, C): 2 for images, 1 for a sequence (B, N, C); None:
+    # those of index_dims / max_resolution
+    input_axis: int | None = None
 
     def __post_init__(self) -> None:
         if self.position not in POSITIONS:
@@ -75,11 +93,22 @@ class PerceiverConfig:
             raise ValueError(f"num_cross_attends must be >= 1, got {self.num_cross_attends}")
         if self.position == "learned" and self.index_dims is None:
             raise ValueError("learned positions need index_dims (one embedding per input index)")
-        if self.position == "fourier" and self.index_dims is None and self.max_resolution is None:
-            raise ValueError("Fourier positions of a set need max_resolution (one mu per axis)")
+        if self.input_axis is not None:
+            if self.input_axis < 1:
+                raise ValueError(f"input_axis must be >= 1, got {self.input_axis}")
+            for name in ("index_dims", "max_resolution"):
+                value = getattr(self, name)
+                if value is not None and len(value) != self.input_axis:
+                    raise ValueError(f"{name} {value} has not input_axis={self.input_axis} axes")
+        elif self.position == "fourier" and self.index_dims is None and self.max_resolution is None:
+            raise ValueError(
+                "Fourier positions of a set need max_resolution (one mu per axis) or input_axis"
+            )
 
     @property
     def num_axes(self) -> int:
+        if self.input_axis is not None:
+            return self.input_axis
         res = self.max_resolution if self.max_resolution is not None else self.index_dims
         return len(res or ())
 
@@ -99,17 +128,26 @@ class Perceiver(nn.Module):
     """The Perceiver classifier.
 
     Args:
-        config: the architecture (see ``PerceiverConfig``).
+        config: the architecture (see ``PerceiverConfig``); default ``PerceiverConfig()``.
+        **fields: ``PerceiverConfig`` fields as keywords, overriding ``config``'s, e.g.
+            ``Perceiver(input_channels=3, num_classes=10, index_dims=(32, 32), num_latents=64)``.
 
     Shapes:
-        x: (B, M, C) or (B, *index_dims, C) -> logits (B, num_classes)
+        x: (B, M, C) or (B, *axes, C) -> logits (B, num_classes); Fourier positions are those of
+            the grid ``axes`` (any sizes), or of ``index_dims`` for a flattened (B, M, C)
         coords: optional coordinates in [-1, 1] for Fourier features, (M, d) or (B, M, d)
         pos: optional position features replacing the model's own, (M, P) or (B, M, P)
+        mask: optional (B, M) or (B, *axes) bool, True for real inputs, False for padding
     """
 
-    def __init__(self, *, config: PerceiverConfig) -> None:
+    def __init__(self, *, config: PerceiverConfig | None = None, **fields: Any) -> None:
         super().__init__()
-        cfg = self.config = config
+        if "index_dims" in fields and fields["index_dims"] is not None:
+            fields["index_dims"] = tuple(fields["index_dims"])
+        if "max_resolution" in fields and fields["max_resolution"] is not None:
+            fields["max_resolution"] = tuple(fields["max_resolution"])
+        cfg = self.config = replace(config or PerceiverConfig(), **fields)
+        self._pos_cache: dict[tuple[tuple[int, ...], torch.device], Tensor] = {}
         self.fourier: FourierPositionEncoding | None = None
         self.pos_embedding: nn.Parameter | None = None
         if cfg.position == "fourier" and cfg.index_dims is not None:
@@ -171,26 +209,54 @@ class Perceiver(nn.Module):
             for c, t in zip(self.cross_index, self.latent_index, strict=True)
         ]
 
-    def position_features(self, coords: Tensor | None = None) -> Tensor | None:
-        """The position features of every input index, or of the given coordinates.
+    def position_features(
+        self, coords: Tensor | None = None, *, index_dims: tuple[int, ...] | None = None
+    ) -> Tensor | None:
+        """The position features of every cell of a grid, or of the given coordinates.
+
+        ``index_dims``: the grid (default: the config's); Fourier features of another grid are
+        computed once per shape (float32 on the CPU, as the config's grid is) and cached.
 
         Shapes:
-            coords: (..., M, d) -> (..., M, pos_channels); None -> (prod(index_dims), pos_channels)
+            coords: (..., M, d) -> (..., M, pos_channels);
+            None -> (prod(index_dims), pos_channels)
         """
         cfg = self.config
         if coords is not None:
             if cfg.position != "fourier":
                 raise ValueError("coords are turned into Fourier features: need position='fourier'")
             res = cfg.max_resolution or cfg.index_dims
-            assert res is not None
+            if res is None:
+                raise ValueError("coords of a Perceiver without max_resolution or index_dims")
             return fourier_features(coords, num_bands=cfg.num_bands, max_resolution=res)
-        if self.fourier is not None:
-            return self.fourier()
-        if self.pos_embedding is not None:
+        dims = index_dims if index_dims is not None else cfg.index_dims
+        if cfg.position == "none":
+            return None
+        if cfg.position == "learned":
+            if dims != cfg.index_dims:
+                raise ValueError(
+                    f"learned positions exist for the grid {cfg.index_dims}, not {dims}"
+                )
             return self.pos_embedding
-        if cfg.position == "fourier":
+        if dims is None:
             raise ValueError("this Perceiver has no input grid: pass coords= (B, M, d)")
-        return None
+        if self.fourier is not None:
+            return self.fourier.for_grid(dims)
+        key = (tuple(dims), self.latents.device)  # a Perceiver without index_dims (input_axis)
+        feats = self._pos_cache.get(key)
+        if feats is None:
+            res = cfg.max_resolution or dims  # mu: the input's own sizes
+            feats = grid_features(dims, num_bands=cfg.num_bands, max_resolution=res)
+            feats = self._pos_cache.setdefault(key, feats.to(self.latents.device))
+        return feats
+
+    def grid_of(self, x: Tensor) -> tuple[int, ...] | None:
+        """The grid whose positions the input ``x`` gets: its own axes ``x.shape[1:-1]`` when it
+        has ``num_axes`` of them, else (a flattened (B, M, C)) the config's ``index_dims``."""
+        n = self.config.num_axes
+        if n and x.dim() == n + 2:
+            return tuple(x.shape[1:-1])
+        return self.config.index_dims
 
     def byte_array(
         self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
@@ -222,10 +288,11 @@ class Perceiver(nn.Module):
                 f"Perceiver expects {cfg.input_channels} input channels (last axis), "
                 f"got shape {tuple(x.shape)}"
             )
+        grid = self.grid_of(x) if pos is None and coords is None else None
         x = x.flatten(1, -2)  # (B, M, C)
         b, m, _ = x.shape
         if pos is None:
-            pos = self.position_features(coords)
+            pos = self.position_features(coords, index_dims=grid)
         if pos is None:
             return x, None
         if pos.shape[-2] != m:
@@ -235,25 +302,39 @@ class Perceiver(nn.Module):
         return x, pos.to(x.dtype)
 
     def encode(
-        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+        self,
+        x: Tensor,
+        *,
+        coords: Tensor | None = None,
+        pos: Tensor | None = None,
+        mask: Tensor | None = None,
     ) -> Tensor:
         """The final latent array.
 
         Shapes:
-            x: (B, M, C) or (B, *index_dims, C) -> (B, N, D)
+            x: (B, M, C) or (B, *axes, C); mask: (B, M) or (B, *axes) -> (B, N, D)
         """
         # The byte array is [x, pos]; the cross-attends take its two parts (positions shared by
         # the batch are projected once per step, not once per input: CrossAttentionBlock).
         x, pos = self.inputs_and_positions(x, coords=coords, pos=pos)  # (B, M, C), (M, P)
+        if mask is not None:
+            mask = mask.flatten(1) if mask.dim() > 2 else mask
+            if mask.shape != x.shape[:2]:
+                raise ValueError(f"mask must be (B, M) = {tuple(x.shape[:2])}, got {mask.shape}")
         z = self.latents.expand(x.shape[0], -1, -1)  # (B, N, D)
         for cross, latent in self.repeats():
-            z = latent(cross(z, x, pos))
+            z = latent(cross(z, x, pos, mask=mask))
         return z
 
     def forward(
-        self, x: Tensor, *, coords: Tensor | None = None, pos: Tensor | None = None
+        self,
+        x: Tensor,
+        *,
+        coords: Tensor | None = None,
+        pos: Tensor | None = None,
+        mask: Tensor | None = None,
     ) -> Tensor:
-        z = self.encode(x, coords=coords, pos=pos)
+        z = self.encode(x, coords=coords, pos=pos, mask=mask)
         return self.head(self.norm(z.mean(dim=1)))  # average over latents -> (B, num_classes)
 
     @torch.no_grad()
@@ -323,6 +404,15 @@ class ConvNetWithPositions(nn.Module):
     position features as extra image channels, then (optionally) every channel's pixels permuted
     by ``perm``, so the positions travel with the pixels as they do for the Perceiver.
 
+    When the convnet has a ``stem`` whose first layer is a ``Conv2d`` over the C + P channels and
+    a ``forward_from_stem_conv`` (``ResNet``, ``CifarResNet``), the stem's convolution is split
+    by linearity: ``conv([x, pos]) = conv_x(x) + conv_pos(pos)`` with the weight's first C input
+    channels for the image and the rest for the positions. The positions are the same for every
+    image, so ``conv_pos`` runs once per forward at batch 1 (with the current weights, so
+    gradients reach them) and is broadcast over the batch: for ResNet-50 on 224 x 224 images
+    with 258 position channels this removes most of the multiply-adds (the concatenated
+    version's function, up to float rounding). Other convnets get the concatenated array.
+
     Shapes:
         x: (B, C, H, W) -> logits (B, num_classes); ``pos``: (P, H, W)
     """
@@ -335,12 +425,46 @@ class ConvNetWithPositions(nn.Module):
         self.register_buffer("pos", pos, persistent=False)
         self.register_buffer("perm", perm, persistent=False)
 
+    def stem_conv(self) -> nn.Conv2d | None:
+        """The stem convolution the positions are split off, or None (concatenated path)."""
+        stem = getattr(self.convnet, "stem", None)
+        if not hasattr(self.convnet, "forward_from_stem_conv") or not isinstance(
+            stem, nn.Sequential
+        ):
+            return None
+        conv = stem[0]
+        if (
+            not isinstance(conv, nn.Conv2d)
+            or conv.groups != 1
+            or conv.padding_mode != "zeros"
+            or conv.in_channels <= self.pos.shape[0]
+        ):
+            return None
+        return conv
+
+    def _shuffle(self, x: Tensor) -> Tensor:
+        if self.perm is None:
+            return x
+        return x.flatten(-2)[..., self.perm].reshape(x.shape)  # pixels shuffled, channels kept
+
     def forward(self, x: Tensor) -> Tensor:
+        conv = self.stem_conv()
+        if conv is None:
+            return self.forward_concatenated(x)
+        c = conv.in_channels - self.pos.shape[0]
+        if x.shape[1] != c:
+            raise ValueError(f"expected {c} image channels, got shape {tuple(x.shape)}")
+        pos = self._shuffle(self.pos.to(x.dtype)).unsqueeze(0)  # (1, P, H, W)
+        args = (conv.stride, conv.padding, conv.dilation)
+        y = F.conv2d(self._shuffle(x), conv.weight[:, :c], None, *args)  # (B, O, H', W')
+        y = y + F.conv2d(pos, conv.weight[:, c:], conv.bias, *args)  # + (1, O, H', W')
+        return self.convnet.forward_from_stem_conv(y)  # type: ignore[operator]
+
+    def forward_concatenated(self, x: Tensor) -> Tensor:
+        """The same function on the concatenated (B, C + P, H, W) array (any convnet)."""
         b = x.shape[0]
         x = torch.cat([x, self.pos.expand(b, -1, -1, -1).to(x.dtype)], dim=1)  # (B, C + P, H, W)
-        if self.perm is not None:
-            x = x.flatten(2)[:, :, self.perm].reshape(x.shape)  # pixels shuffled, channels kept
-        return self.convnet(x)
+        return self.convnet(self._shuffle(x))
 
 
 # The ImageNet model (Sec. 4.1 / Appendix): 224x224 RGB pixels with 64-band Fourier features
@@ -375,9 +499,7 @@ MNIST_SMALL = PerceiverConfig(
 
 
 def _build(base: PerceiverConfig, kw: dict[str, object]) -> Perceiver:
-    if "index_dims" in kw and kw["index_dims"] is not None:
-        kw["index_dims"] = tuple(kw["index_dims"])  # type: ignore[call-overload]
-    return Perceiver(config=replace(base, **kw))  # type: ignore[arg-type]
+    return Perceiver(config=base, **kw)
 
 
 @MODELS.register("perceiver_imagenet")

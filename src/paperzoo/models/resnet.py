@@ -320,6 +320,11 @@ class CifarResNet(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.fc(self.forward_features(x))
 
+    def forward_from_stem_conv(self, h: Tensor) -> Tensor:
+        """Logits from the output ``h`` of the stem's convolution (``stem[0]``): the rest of
+        ``forward``, for callers that compute that convolution themselves."""
+        return self.fc(self.pool(self.stages(self.stem[1:](h))).flatten(1))
+
 
 class ResNet(nn.Module):
     """The ImageNet networks of Table 1 (ResNet or, with ``residual=False``, plain).
@@ -403,6 +408,11 @@ class ResNet(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.fc(self.forward_features(x))
+
+    def forward_from_stem_conv(self, h: Tensor) -> Tensor:
+        """Logits from the output ``h`` of the stem's convolution (``stem[0]``): the rest of
+        ``forward``, for callers that compute that convolution themselves."""
+        return self.fc(self.pool(self.stages(self.stem[1:](h))).flatten(1))
 
 
 # -- registered variants -----------------------------------------------------------------------

@@ -11,7 +11,13 @@ All blocks are pre-LayerNorm with a GELU MLP (Sec. 2.2), as in the official code
 
 Linear layers are initialised as in the official code (Haiku ``VarianceScaling(1.0)``): weights
 from a normal truncated at two standard deviations with std ``1 / sqrt(fan_in)`` after
-truncation, biases zero. No attention masks (the paper uses none: its attention is non-causal).
+truncation, biases zero. The paper uses no attention masks (its attention is non-causal); a
+padding ``mask`` (B, M) can remove padded inputs from an ``Attention`` / ``CrossAttentionBlock``.
+
+On CUDA the per-head width is zero-padded to a multiple of 8 for
+``scaled_dot_product_attention`` (``padded_sdpa``): the fused kernels need it, and the ImageNet
+Perceiver's single cross-attention head is 261 wide. The function is unchanged (the zeros add
+nothing to ``q . k``; the scale stays ``1 / sqrt(261)``; the padded value columns are sliced off).
 """
 
 from __future__ import annotations
@@ -35,6 +41,39 @@ def variance_scaling_(linear: nn.Linear, scale: float = 1.0) -> nn.Linear:
     return linear
 
 
+def padded_sdpa(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    multiple: int = 8,
+) -> Tensor:
+    """``F.scaled_dot_product_attention`` with the head width zero-padded to a multiple.
+
+    q, k and v are padded with zeros to the same width ``E'`` (the smallest multiple of
+    ``multiple`` >= both widths), attended with ``scale = 1 / sqrt(E)`` (the unpadded query
+    width), and the output is sliced back to the value width: the same function as unpadded (the
+    zero columns add nothing to ``q . k`` and give zero outputs), but one the fused kernels accept
+    (they need widths that are multiples of 8, at most 256 for flash attention). ``multiple=1``
+    or both widths already multiples: the plain call.
+
+    Shapes:
+        q: (B, H, N, E), k: (B, H, M, E), v: (B, H, M, Ev); attn_mask broadcastable to
+        (B, H, N, M) (bool: True attends) -> (B, H, N, Ev)
+    """
+    e, ev = q.shape[-1], v.shape[-1]
+    if multiple <= 1 or (e % multiple == 0 and ev % multiple == 0):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+    width = -(-max(e, ev) // multiple) * multiple
+    q, k = F.pad(q, (0, width - e)), F.pad(k, (0, width - e))
+    out = F.scaled_dot_product_attention(
+        q, k, F.pad(v, (0, width - ev)), attn_mask=attn_mask, dropout_p=dropout_p, scale=e**-0.5
+    )
+    return out[..., :ev]
+
+
 class Attention(nn.Module):
     """Multi-head attention of queries from ``q_dim`` inputs over keys/values from ``kv_dim`` inputs.
 
@@ -49,7 +88,8 @@ class Attention(nn.Module):
 
     Shapes:
         q: (B, N, q_dim), kv: (B, M, kv_dim) -> (B, N, out_dim);
-        with ``need_weights`` also the attention probabilities (B, num_heads, N, M).
+        with ``need_weights`` also the attention probabilities (B, num_heads, N, M);
+        ``mask``: optional (B, M) bool, True for the inputs attended to (padding: False).
     """
 
     def __init__(
@@ -80,12 +120,18 @@ class Attention(nn.Module):
             variance_scaling_(lin)
 
     def forward(
-        self, q: Tensor, kv: Tensor, *, need_weights: bool = False
+        self, q: Tensor, kv: Tensor, *, mask: Tensor | None = None, need_weights: bool = False
     ) -> Tensor | tuple[Tensor, Tensor]:
-        return self.attend(q, self.to_k(kv), self.to_v(kv), need_weights=need_weights)
+        return self.attend(q, self.to_k(kv), self.to_v(kv), mask=mask, need_weights=need_weights)
 
     def attend(
-        self, q: Tensor, k: Tensor, v: Tensor, *, need_weights: bool = False
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        *,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Attention with keys and values already projected (``to_k(kv)``, ``to_v(kv)``).
 
@@ -97,12 +143,24 @@ class Attention(nn.Module):
         kh = rearrange(k, "b m (h e) -> b h m e", h=h)  # (B, H, M, E)
         vh = rearrange(v, "b m (h e) -> b h m e", h=h)  # (B, H, M, Ev)
         p = self.dropout if self.training else 0.0
+        attn_mask = None
+        if mask is not None:
+            if mask.shape != (k.shape[0], k.shape[1]):
+                raise ValueError(
+                    f"mask must be (B, M) = {(k.shape[0], k.shape[1])}, got {tuple(mask.shape)}"
+                )
+            attn_mask = mask.to(torch.bool)[:, None, None, :]  # (B, 1, 1, M): True attends
         if need_weights:
             # softmax(Q K^T / sqrt(E)) V, spelled out to expose the weights.
-            weights = (qh @ kh.transpose(-1, -2) / math.sqrt(qh.shape[-1])).softmax(-1)
+            scores = qh @ kh.transpose(-1, -2) / math.sqrt(qh.shape[-1])
+            if attn_mask is not None:
+                scores = scores.masked_fill(~attn_mask, -math.inf)
+            weights = scores.softmax(-1)
             out = F.dropout(weights, p) @ vh
         else:
-            out = F.scaled_dot_product_attention(qh, kh, vh, dropout_p=p)
+            # On CUDA: head width padded to a multiple of 8 so that a fused kernel runs.
+            multiple = 8 if qh.device.type == "cuda" else 1
+            out = padded_sdpa(qh, kh, vh, attn_mask=attn_mask, dropout_p=p, multiple=multiple)
         out = self.to_out(rearrange(out, "b h n e -> b n (h e)"))  # (B, N, out_dim)
         return (out, weights) if need_weights else out
 
@@ -177,25 +235,34 @@ class CrossAttentionBlock(nn.Module):
         self.mlp = FeedForward(dim=latent_dim, widening_factor=widening_factor, dropout=dropout)
         self.query_residual = query_residual
 
-    def forward(self, latents: Tensor, inputs: Tensor, pos: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        latents: Tensor,
+        inputs: Tensor,
+        pos: Tensor | None = None,
+        *,
+        mask: Tensor | None = None,
+    ) -> Tensor:
         """Cross-attend from ``latents`` to the byte array ``inputs`` (or ``[inputs, pos]``).
 
         With ``pos`` the byte array is ``inputs`` with ``pos`` concatenated on the channel axis.
         Position features shared by the batch, ``pos`` of shape (M, P), take a factored path
         that never builds the (B, M, C + P) array; the function is the same (``byte_array_kv``).
+        ``mask`` (B, M), True for real inputs, removes padded inputs from the attention (each
+        example needs at least one True).
 
         Shapes:
             latents: (B, N, D), inputs: (B, M, C) [or (B, M, C - P) with pos: (M, P) or
-            (B, M, P)] -> (B, N, D)
+            (B, M, P)], mask: (B, M) -> (B, N, D)
         """
         q = self.norm_q(latents)
         if pos is not None and pos.dim() == 2:
             k, v = self.byte_array_kv(inputs, pos)
-            a = self.attn.attend(q, k, v)
+            a = self.attn.attend(q, k, v, mask=mask)
         else:
             if pos is not None:
                 inputs = torch.cat([inputs, pos.to(inputs.dtype)], dim=-1)
-            a = self.attn(q, self.norm_kv(inputs))
+            a = self.attn(q, self.norm_kv(inputs), mask=mask)
         a = self.drop(a)
         x = latents + a if self.query_residual else a
         return x + self.mlp(self.norm_mlp(x))
@@ -245,13 +312,16 @@ class CrossAttentionBlock(nn.Module):
         return k, v
 
     @torch.no_grad()
-    def attention_weights(self, latents: Tensor, inputs: Tensor) -> Tensor:
-        """Attention probabilities of every latent over the inputs.
+    def attention_weights(
+        self, latents: Tensor, inputs: Tensor, *, mask: Tensor | None = None
+    ) -> Tensor:
+        """Attention probabilities of every latent over the inputs (0 where ``mask`` is False).
 
         Shapes:
-            latents: (B, N, D), inputs: (B, M, C) -> (B, num_heads, N, M)
+            latents: (B, N, D), inputs: (B, M, C), mask: (B, M) -> (B, num_heads, N, M)
         """
-        _, w = self.attn(self.norm_q(latents), self.norm_kv(inputs), need_weights=True)
+        q, kv = self.norm_q(latents), self.norm_kv(inputs)
+        _, w = self.attn(q, kv, mask=mask, need_weights=True)
         return w
 
 

@@ -104,8 +104,34 @@ def fourier_channels(
     return num_axes * ((1 if sine_only else 2) * num_bands + (1 if concat_pos else 0))
 
 
+def grid_features(
+    index_dims: Sequence[int],
+    *,
+    num_bands: int,
+    max_resolution: Sequence[float],
+    concat_pos: bool = True,
+    sine_only: bool = False,
+) -> Tensor:
+    """Fourier features of every cell of a grid, rows in raster (C) order, float32 on the CPU.
+
+    Shapes:
+        -> (prod(index_dims), fourier_channels(len(index_dims), num_bands, ...))
+    """
+    grid = linear_positions(index_dims).flatten(0, -2)  # (M, d)
+    return fourier_features(
+        grid,
+        num_bands=num_bands,
+        max_resolution=max_resolution,
+        concat_pos=concat_pos,
+        sine_only=sine_only,
+    )
+
+
 class FourierPositionEncoding(nn.Module):
     """Fixed Fourier features of a grid, precomputed once (a non-persistent buffer).
+
+    ``for_grid(dims)`` gives the features of a grid of another shape (same bands, coordinates
+    spaced over [-1, 1] along the new axes), computed once per shape and device.
 
     Args:
         index_dims: the grid's shape, e.g. (224, 224).
@@ -137,6 +163,35 @@ class FourierPositionEncoding(nn.Module):
         grid = linear_positions(self.index_dims).flatten(0, -2)  # (M, d)
         self.register_buffer("grid", grid, persistent=False)
         self.register_buffer("features", self.encode(grid), persistent=False)
+        self._cache: dict[tuple[tuple[int, ...], torch.device], Tensor] = {}
+
+    def for_grid(self, index_dims: Sequence[int]) -> Tensor:
+        """The features of every cell of an ``index_dims`` grid, on this module's device.
+
+        The module's own grid gives the precomputed buffer; another shape (same number of axes)
+        is computed as that buffer was (float32 on the CPU, then moved) and cached per shape and
+        device.
+
+        Shapes:
+            -> (prod(index_dims), out_channels)
+        """
+        dims = tuple(int(n) for n in index_dims)
+        if dims == self.index_dims:
+            return self.features
+        if len(dims) != len(self.index_dims):
+            raise ValueError(f"a grid of {len(self.index_dims)} axes expected, got shape {dims}")
+        key = (dims, self.features.device)
+        out = self._cache.get(key)
+        if out is None:
+            out = grid_features(
+                dims,
+                num_bands=self.num_bands,
+                max_resolution=self.max_resolution,
+                concat_pos=self.concat_pos,
+                sine_only=self.sine_only,
+            ).to(self.features.device)
+            self._cache[key] = out
+        return out
 
     @property
     def out_channels(self) -> int:
