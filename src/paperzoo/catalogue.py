@@ -40,6 +40,8 @@ def list_catalogue() -> dict[str, Any]:
                         "targets": c.targets(),
                         # why the paper number is not verified (None: verified, source in docs)
                         "unverified": c.unverified,
+                        # where it is quoted from when the paper's text was not read (it counts)
+                        "quoted": c.quoted,
                     }
                     for c in exp.claims
                 ],
@@ -91,4 +93,6 @@ def render_catalogue(catalogue: dict[str, Any]) -> str:
             lines.append(f"  - [{c['kind']}] {c['id']}  [{target}]  {c['statement']}")
             if c["unverified"]:
                 lines.append(f"      paper number unverified: {c['unverified']}")
+            if c["quoted"]:
+                lines.append(f"      paper number quoted ({c['quoted']})")
     return "".join(f"{line}\n" for line in lines)

@@ -71,6 +71,8 @@ def _claim_table(
             verdict += ", partial"
         if c.unverified is not None:
             verdict += f"; paper number unverified: {c.unverified}"
+        if c.quoted is not None:
+            verdict += f"; paper number quoted ({c.quoted})"
         lines.append(
             f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} |{cells} {spread} | {c.target} "
             f"| {verdict} |"

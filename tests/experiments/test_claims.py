@@ -15,13 +15,10 @@ NAMES = sorted(EXPERIMENTS.names())
 _COMPARISON = re.compile(r"^(>=|<=|==|>|<)\s*[-+0-9.]|^within\s|^is (true|false)$")
 # Findings left out of full scale because full runs the paper's own setting with other claims
 # (claim-id prefixes): obfuscated-gradients' MNIST part (full is its CIFAR-10 part, cifar10.*);
-# coordconv's two training fits, which full judges as premise checks (``*_premise``, issue 39).
+# coordconv's conv-regressor training fit, which full judges as a premise check (``*_premise``).
 _NOT_AT_FULL = {
     "obfuscated-gradients": ("defense.", "diagnostics."),
-    "coordconv": (
-        "quadrant.classification.deconv.train_acc",
-        "quadrant.regression.conv.train_rmse_px",
-    ),
+    "coordconv": ("quadrant.regression.conv.train_rmse_px",),
 }
 
 
@@ -169,3 +166,44 @@ def test_full_findings_are_one_sided() -> None:
         if c.kind == "finding" and c.applies("full") and "within" in c.target_at("full")
     ]
     assert not two_sided
+
+
+# -- paper numbers: unverified, or quoted by a maintained reimplementation -----------------------
+
+
+def test_a_paper_number_is_quoted_or_unverified_not_both() -> None:
+    from paperzoo.experiments.base import ClaimSpec
+
+    q = ClaimSpec("x", "s", 1.0, ">= 0.99", quoted="a reimplementation's README")
+    assert q.quoted == "a reimplementation's README" and q.unverified is None
+    with pytest.raises(ValueError, match="not both"):
+        ClaimSpec("x", "s", 1.0, ">= 0.99", quoted="README", unverified="not read")
+    with pytest.raises(ValueError, match="quoted needs a source"):
+        ClaimSpec("x", "s", 1.0, ">= 0.99", quoted=" ")
+
+
+def test_ggnn_table_1_numbers_are_quoted_and_the_rest_stay_unverified() -> None:
+    """The GG-NN column of Table 1 is quoted in DGL's GG-NN example ("Reported Accuracy");
+    Table 2 and the RNN/LSTM baselines are not quoted anywhere read, so they stay unverified."""
+    claims = {c.id: c for c in EXPERIMENTS.create("ggnn").claims}
+    table1 = [f"babi.task{n}.ggnn.test_acc" for n in (4, 15, 16, 18)]
+    table1.append("babi.task19.ggsnn.test_acc")
+    for cid in table1:
+        c = claims[cid]
+        assert c.unverified is None and "dmlc/dgl" in (c.quoted or ""), cid
+    assert [claims[c].paper for c in table1] == [1.0, 1.0, 1.0, 1.0, 0.99]
+    rest = [c for c in claims.values() if c.kind == "finding" and c.id not in table1]
+    assert rest and all(c.unverified and c.quoted is None for c in rest)
+
+
+def test_list_shows_a_quoted_paper_number() -> None:
+    from paperzoo.catalogue import list_catalogue, render_catalogue
+
+    catalogue = list_catalogue()
+    ggnn = next(p for p in catalogue["papers"] if p["name"] == "ggnn")
+    task4 = next(c for c in ggnn["claims"] if c["id"] == "babi.task4.ggnn.test_acc")
+    assert task4["unverified"] is None and task4["quoted"].startswith("dmlc/dgl")
+    assert all("quoted" in c for p in catalogue["papers"] for c in p["claims"])
+    lines = render_catalogue(catalogue).splitlines()
+    i = next(i for i, t in enumerate(lines) if "babi.task4.ggnn.test_acc" in t)
+    assert lines[i + 1].strip().startswith("paper number quoted (dmlc/dgl")

@@ -375,10 +375,10 @@ def test_full_scale_trains_on_the_authors_splits_without_a_hold_out(smoke_ctx):
 
 
 def test_training_fits_are_premise_checks_at_full_and_quick_is_unchanged(smoke_ctx):
-    """Issue 39: one kind for the deconv's training fit on both splits (a check: the paper's
-    result is the failure on test points although the net fits its training points), and the
-    conv regressor's training RMSE, which has no paper number, a check too -- at full. Quick
-    keeps the kinds and targets its committed runs were judged by."""
+    """One kind for the deconv's training fit on both splits at every scale (a check: the
+    paper's result is the failure on test points although the net fits its training points);
+    the conv regressor's training RMSE, which has no paper number, a check at full and a finding
+    at smoke and quick."""
     exp = CoordConvExperiment()
 
     def declared(scale):
@@ -390,10 +390,14 @@ def test_training_fits_are_premise_checks_at_full_and_quick_is_unchanged(smoke_c
     assert full["quadrant.regression.conv.train_rmse_px_premise"] == ("check", "<= 1.0")
     assert "quadrant.classification.deconv.train_acc" not in full
     assert "quadrant.regression.conv.train_rmse_px" not in full
-    assert quick["quadrant.classification.deconv.train_acc"] == ("finding", ">= 0.9")
+    assert quick["quadrant.classification.deconv.train_acc"] == ("check", ">= 0.9")
     assert quick["uniform.classification.deconv.train_acc"] == ("check", ">= 0.9")
     assert quick["quadrant.regression.conv.train_rmse_px"] == ("finding", "<= 1.0")
     assert not {i for i in quick if i.endswith("_premise")}
+    # the deconv's fit is a check on both splits at every scale (ids unchanged)
+    for scale in ("smoke", "quick", "full"):
+        fits = {i: k for i, (k, _) in declared(scale).items() if ".deconv.train_acc" in i}
+        assert len(fits) == 2 and set(fits.values()) == {"check"}, (scale, fits)
     # the run's measurements move to the check's id where the check is declared
     m = {"quadrant.classification.deconv.train_acc": 0.97,
          "quadrant.regression.conv.train_rmse_px": 1.8}  # fmt: skip

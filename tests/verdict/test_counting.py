@@ -147,3 +147,24 @@ def test_the_runs_own_reasons_come_first_then_the_rejudging() -> None:
     loose.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, [0.5] * 4, ">= 0")
     c = counts(loose, twins=[_run(threads=2)])
     assert c.result.claims[1].verdict == "fails" and any("stored target" in f for f in c.flags)
+
+
+def test_a_finding_declared_a_check_leaves_the_findings_and_the_run_still_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs stored with a claim as a finding are judged with the kind the code now declares: a
+    finding demoted to a check only leaves the findings (k of n both drop by one), and the run
+    counts as before, with the kind change flagged."""
+    from paperzoo.experiments import EXPERIMENTS
+
+    one, two = _run(threads=1), _run(threads=2)
+    before = counts(one, twins=[two])
+    assert before.counted and (len(before.reproduced), before.findings) == (2, 2)
+    demoted = (_SPECS[0], ClaimSpec("split.gap", "A beats B", 0.1, ">= 0.7", kind="check"),
+               _SPECS[2])  # fmt: skip
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", demoted)
+    after = counts(one, twins=[two])
+    assert after.counted and [c.id for c in after.reproduced] == ["split.acc"]
+    assert after.findings == 1 and [c.id for c in after.result.checks] == ["split.gap", "params"]
+    assert "split.gap: stored as a finding, declared a check (judged as a check)" in after.flags
+    assert "1 of 1 findings reproduced" in render_summary_markdown([one, two])

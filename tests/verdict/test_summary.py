@@ -377,3 +377,25 @@ def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:
     # a field the run could not record (added to the config later) is not held against it
     older = {k: v for k, v in declared.items() if k != key}
     assert rejudge(_result(scale="full", seeds=(0,), config=older))[1] == []
+
+
+def test_a_quoted_paper_number_counts_at_full_and_is_shown_as_quoted(monkeypatch) -> None:
+    """A paper number a maintained reimplementation quotes from the paper counts as a verified
+    one does; report.md shows where it is quoted from, and results.json keeps it."""
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.report import render_markdown
+
+    specs = (
+        ClaimSpec("split.acc", "accuracy", 1.0, ">= 0.95", quoted="a reimplementation's README"),
+        *_SPECS[1:],
+    )
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
+    full = _result(scale="full", seeds=(0,), values=(0.99,), other=(0.8,))
+    md = render_summary_markdown([full])
+    assert "2 of 2 findings reproduced" in md and "unverified" not in md
+    report = render_markdown(rejudge(full)[0])
+    assert "Findings reproduced: 2 of 2" in report
+    assert "paper number quoted (a reimplementation's README)" in report
+    claim = rejudge(full)[0].claims[0]
+    assert claim.to_dict()["quoted"] == "a reimplementation's README"
+    assert Result.from_dict(rejudge(full)[0].to_dict()).claims[0].quoted == claim.quoted

@@ -81,6 +81,9 @@ class ClaimSpec:
 
     ``unverified`` (a reason) marks a paper number that could not be checked against the paper's
     text; the finding is shown but does not count at full scale (``paperzoo.verdict``).
+    ``quoted`` (a source) marks a paper number read not in the paper's text but as a maintained
+    reimplementation quotes it from the paper (e.g. a table of "reported" accuracies); such a
+    number counts like a verified one and is shown as quoted. A claim is not both.
 
     ``scales`` lists the scales at which the claim is measured and judged (default: all). A claim
     declared for some scales only (e.g. ``scales=("full",)`` for a finding that needs the paper's
@@ -98,6 +101,9 @@ class ClaimSpec:
     # text (None: verified, its source named in the paper's docs). An unverified finding is shown
     # but never counted as reproduced at full scale.
     unverified: str | None = None
+    # Where the paper number is quoted from when the paper's text was not read (a maintained
+    # reimplementation's table of the paper's numbers); None: not quoted. It counts.
+    quoted: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in CLAIM_KINDS:
@@ -112,6 +118,10 @@ class ClaimSpec:
         object.__setattr__(self, "scales", tuple(s for s in SCALES if s in scales))
         if self.unverified is not None and not self.unverified.strip():
             raise ValueError(f"claim {self.id}: unverified needs a reason (or None)")
+        if self.quoted is not None and not self.quoted.strip():
+            raise ValueError(f"claim {self.id}: quoted needs a source (or None)")
+        if self.quoted is not None and self.unverified is not None:
+            raise ValueError(f"claim {self.id}: a paper number is quoted or unverified, not both")
         if not isinstance(self.target, str):
             # 'quick' and 'full' where declared; 'smoke' optional (it falls back to 'quick'),
             # needed only for a claim declared at smoke but not at quick.

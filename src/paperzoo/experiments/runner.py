@@ -73,6 +73,7 @@ def build_result(
             c.target_at(ctx.scale),
             c.kind,
             unverified=c.unverified,
+            quoted=c.quoted,
             why_not_measured=[outcome.why_not_measured[c.id]]
             if c.id in outcome.why_not_measured
             else None,

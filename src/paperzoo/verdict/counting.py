@@ -17,7 +17,8 @@ A run's findings count as reproduced only when nothing below stops it, checked i
 
 Every verdict is recomputed from the stored per-seed values against the target the code declares
 for that claim at that scale (a stored target that differs is flagged and ignored), with the
-paper-number status the code declares (an unverified number does not count at full scale). See
+paper-number status the code declares (an unverified number does not count at full scale; one
+quoted from a maintained reimplementation does). See
 docs/verdicts.md.
 """
 
@@ -205,10 +206,12 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
     """``result`` judged again against what the code declares, and the problems found.
 
     Each claim's per-seed values are judged against the target its ``ClaimSpec`` declares at
-    the run's scale (and part), with the spec's statement, paper number and ``unverified``
-    mark; a stored target that differs is flagged. A claim the code no longer declares is
-    dropped (flagged); a declared one the run lacks is "not measured". Where ``run_dir`` holds
-    the aggregate's seed runs (``seed_dirs``), their values must equal the aggregate's.
+    the run's scale (and part), with the spec's statement, paper number and ``unverified`` or
+    ``quoted`` mark; a stored target that differs is flagged, and so is a stored kind that
+    differs (judged as the kind declared: a finding demoted to a check leaves the findings and
+    the run still counts). A claim the code no longer declares is dropped (flagged); a
+    declared one the run lacks is "not measured". Where ``run_dir`` holds the aggregate's seed
+    runs (``seed_dirs``), their values must equal the aggregate's.
 
     Returns:
         (the re-judged result, one line per problem). Problems that make the run not count
@@ -243,7 +246,12 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
                     "(judged against the declared one)"
                 )
             if old.kind != spec.kind:
-                problems.append(f"{spec.id}: stored as a {old.kind}, declared a {spec.kind}")
+                # judged as declared: a finding now a check leaves the findings (n drops by one,
+                # the run still counts); a check now a finding is judged on its stored values
+                problems.append(
+                    f"{spec.id}: stored as a {old.kind}, declared a {spec.kind} (judged as a "
+                    f"{spec.kind})"
+                )
         try:
             claims.append(
                 ClaimResult(
@@ -254,6 +262,7 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
                     target,
                     spec.kind,
                     unverified=spec.unverified,
+                    quoted=spec.quoted,
                     why_not_measured=why,
                 )  # fmt: skip
             )

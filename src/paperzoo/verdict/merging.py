@@ -241,6 +241,7 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
             c.target,
             c.kind,
             unverified=c.unverified,
+            quoted=c.quoted,
             why_not_measured=[w for r in runs for w in why(r, i)],
         )
         for i, c in enumerate(first.claims)

@@ -42,6 +42,8 @@ class ClaimResult:
     kind: str = "finding"
     # why the paper number its full target rests on is not verified (None: verified)
     unverified: str | None = None
+    # where the paper number is quoted from (a maintained reimplementation), when it is; it counts
+    quoted: str | None = None
     # why a seed has no value, per seed (None where measured or no reason is known), e.g.
     # "diverged at step 412 (deconv)"
     why_not_measured: list[str | None] | None = None
@@ -130,6 +132,8 @@ class ClaimResult:
         }
         if self.unverified is not None:
             d["unverified"] = self.unverified
+        if self.quoted is not None:
+            d["quoted"] = self.quoted
         if self.why_not_measured and any(self.why_not_measured):
             d["why_not_measured"] = list(self.why_not_measured)
         if len(self.per_seed) == 1:
@@ -292,6 +296,7 @@ class Result:
                     c["target"],
                     c["kind"],
                     unverified=c.get("unverified"),
+                    quoted=c.get("quoted"),
                     why_not_measured=c.get("why_not_measured"),
                 )
                 for c in d["claims"]
