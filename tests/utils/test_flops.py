@@ -66,3 +66,33 @@ def test_step_and_forward_flop_match_a_hand_count():
     assert forward_flop(conv, (2, 3, 6, 6)) == 2 * (2 * 8 * 6 * 6) * (3 * 3 * 3)
     # the model itself is untouched (a copy is counted)
     assert next(model.parameters()).device.type == "cpu"
+
+
+def test_kernel_counter_counts_the_operations_that_launch_a_kernel():
+    """A Linear + ReLU step dispatches addmm, relu and the loss's sum forward, then the seed
+    gradient, threshold_backward, the weight gradient (mm) and the bias gradient (sum over the
+    batch) backward; the transposes, expands and detaches it also dispatches are views, which
+    launch no kernel, and are not counted. The same on the meta device and on real tensors."""
+    from paperzoo.utils.flops import KernelCounter, forward_work, step_work
+
+    expected = {
+        "aten.addmm.default": 1,
+        "aten.relu.default": 1,
+        "aten.sum.default": 1,
+        "aten.ones_like.default": 1,
+        "aten.threshold_backward.default": 1,
+        "aten.mm.default": 1,
+        "aten.sum.dim_IntList": 1,
+    }
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    x = torch.zeros(5, 4)
+    with KernelCounter() as counter:
+        model(x).sum().backward()
+    assert dict(counter.ops) == expected and counter.total == 7
+    assert step_work(model, (5, 4)) == (240, 7)
+    assert step_work(model, x, meta=False) == (240, 7)
+    assert forward_work(model, (5, 4)) == (120, 2)
+    with KernelCounter() as counter:
+        x.view(20).expand(2, 20).t().detach()
+        torch.empty(3)
+    assert counter.total == 0

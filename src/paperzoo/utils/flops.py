@@ -12,17 +12,28 @@ counted). Layers called several times are counted every time; other modules can 
 matrix products, convolutions and attention kernels it knows (forward and backward) and nothing
 for element-wise operations, normalisation or reductions. They run on the ``meta`` device: only
 shapes propagate, so a full-size model at its full batch is counted in milliseconds and no memory.
+
+``step_work`` and ``forward_work`` count the same pass's FLOP and its kernels together: the ATen
+operations it dispatches below autograd (``KernelCounter``, a ``TorchDispatchMode``), less those
+that launch no kernel on a GPU (views and aliases, which only make new tensor metadata, and
+allocations without a fill). Each counted operation stands for at least one CUDA kernel launch
+on a GPU (a few launch more: a reduction in two passes, cuBLAS's split-K); the count does not
+depend on the batch and is the same on the meta device as on the CPU for the operations these
+models use.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from math import prod
+from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 MacFn = Callable[[nn.Module, tuple[object, ...], object], int]
@@ -143,6 +154,55 @@ def count_flop(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
+# Operations that allocate without writing or only change metadata: no kernel on a GPU (views
+# and aliases are recognised from their schemas: ``OpOverload.is_view``).
+_NO_KERNEL = frozenset(
+    {
+        "aten.empty",
+        "aten.empty_like",
+        "aten.empty_strided",
+        "aten.new_empty",
+        "aten.new_empty_strided",
+        "aten._unsafe_view",
+        "aten.resize_",
+        "aten.set_",
+    }
+)
+
+
+def launches_kernel(func: Any) -> bool:
+    """Whether the ATen operation ``func`` (an ``OpOverload``) launches a kernel on a GPU: not
+    a view or alias (``t``, ``view``, ``expand``, ``detach``, ...) nor an allocation alone."""
+    return not func.is_view and str(func.overloadpacket) not in _NO_KERNEL
+
+
+class KernelCounter(TorchDispatchMode):
+    """Counts the ATen operations dispatched inside it that launch a GPU kernel
+    (``launches_kernel``), by name (``ops``, e.g. ``{"aten.addmm.default": 1}``) and in all
+    (``total``). Operations are seen below autograd, after composite operations are decomposed,
+    so the backward pass's operations are counted too; an operation's own internals are not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        if launches_kernel(func):
+            self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+    @property
+    def total(self) -> int:
+        return sum(self.ops.values())
+
+
+def count_work(fn: Callable[[], object]) -> tuple[int, int]:
+    """``(FLOP, kernels)`` of ``fn()``: ``count_flop``'s FLOP and ``KernelCounter``'s total."""
+    with FlopCounterMode(display=False) as flop, KernelCounter() as kernels:
+        fn()
+    return int(flop.get_total_flops()), kernels.total
+
+
 def _prepare(
     model: nn.Module, inputs: InputSpec, meta: bool
 ) -> tuple[nn.Module, tuple[Tensor, ...]]:
@@ -177,6 +237,8 @@ def _scalar(out: object) -> Tensor:
     leaves = [t for t in _leaves(out) if t.requires_grad]
     if not leaves:
         raise TypeError(f"no differentiable output in a {type(out).__name__}")
+    if len(leaves) == 1:
+        return leaves[0].float().sum()
     return torch.stack([t.float().sum() for t in leaves]).sum()
 
 
@@ -193,11 +255,17 @@ def forward_flop(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> i
     Returns:
         The FLOP count (2 per multiply-accumulate).
     """
+    return forward_work(model, inputs, meta=meta)[0]
+
+
+def forward_work(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> tuple[int, int]:
+    """``(FLOP, kernels)`` of one forward pass of ``model`` on ``inputs`` (as ``forward_flop``;
+    kernels: ``KernelCounter``)."""
     copied, args = _prepare(model, inputs, meta)
     copied.eval()
     # (with gradients enabled: the same FLOP, and FlopCounterMode's module tracking trips
     # over some models under no_grad)
-    return count_flop(lambda: copied(*args))
+    return count_work(lambda: copied(*args))
 
 
 def step_flop(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> int:
@@ -216,6 +284,22 @@ def step_flop(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> int:
     Returns:
         The FLOP count of forward plus backward (about 3x the forward for most nets).
     """
+    return step_work(model, inputs, meta=meta)[0]
+
+
+def step_work(model: nn.Module, inputs: InputSpec, *, meta: bool = True) -> tuple[int, int]:
+    """``(FLOP, kernels)`` of one training step's forward and backward pass of ``model`` on
+    ``inputs`` (as ``step_flop``; kernels: ``KernelCounter``, the loss stand-in's included, the
+    optimiser's update not).
+
+    Args:
+        model: the network (not modified: a copy is counted).
+        inputs: the batch, or its shape for one input tensor.
+        meta: count on the meta device (else on a copy where the model is).
+
+    Returns:
+        The FLOP count of forward plus backward, and the kernels they launch.
+    """
     copied, args = _prepare(model, inputs, meta)
     copied.train()
-    return count_flop(lambda: _scalar(copied(*args)).backward())
+    return count_work(lambda: _scalar(copied(*args)).backward())
