@@ -471,7 +471,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench.run(args.name, threads=args.threads, json_path=args.json, quick=args.quick)
 
 
+# The modules of the ``paperzoo[repro]`` extra: the reproductions need them, the library does not.
+REPRO_MODULES = ("matplotlib", "mlxtend", "PIL", "safetensors", "tqdm")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``paperzoo`` command; a missing reproduction dependency is named in one line."""
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in REPRO_MODULES:
+            raise
+        sys.stderr.write(
+            f"paperzoo: error: {err.name} is not installed; the reproductions need it: "
+            "pip install 'paperzoo[repro]'\n"
+        )
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import shlex
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -3,6 +3,8 @@
 Every family of things paperzoo can build by name (models, experiments, data sources) lives in one
 ``Registry``. Registering a name twice raises; creating with an unknown keyword argument raises a
 ``TypeError`` that names the factory and lists what it accepts, instead of being silently ignored.
+A registry may be given ``populate``, which imports the modules that register into it: it runs on
+the first look-up, so importing the registry's module does not import every source.
 """
 
 from __future__ import annotations
@@ -21,11 +23,23 @@ class Registry(Generic[T]):
 
     Args:
         kind: what is registered ("model", "experiment", ...), used in error messages.
+        populate: called once, before the first look-up (``get``, ``create``, ``names``, ``in``,
+            ``len``), to import the modules that register their factories.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, populate: Callable[[], object] | None = None) -> None:
         self.kind = kind
         self._factories: dict[str, Callable[..., T]] = {}
+        self._populate = populate
+
+    def _ensure_populated(self) -> None:
+        populate, self._populate = self._populate, None
+        if populate is not None:
+            try:
+                populate()
+            except BaseException:
+                self._populate = populate  # retried on the next look-up
+                raise
 
     def register(self, name: str) -> Callable[[F], F]:
         """Decorator registering ``fn`` under ``name``; a duplicate name raises ``ValueError``."""
@@ -42,6 +56,7 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> Callable[..., T]:
         """The factory registered under ``name``; ``KeyError`` with close matches otherwise."""
+        self._ensure_populated()
         try:
             return self._factories[name]
         except KeyError:
@@ -78,10 +93,13 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Registered names, sorted."""
+        self._ensure_populated()
         return sorted(self._factories)
 
     def __contains__(self, name: object) -> bool:
+        self._ensure_populated()
         return name in self._factories
 
     def __len__(self) -> int:
+        self._ensure_populated()
         return len(self._factories)

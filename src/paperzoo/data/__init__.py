@@ -1,17 +1,14 @@
 """Data sources: real-file loaders (``--data-root``), embedded data, and procedural generators;
-batch transforms on image tensors (``data.transforms``).
+batch transforms on image tensors (``data.transforms``); ground-truth factor data for the
+disentanglement metrics (``data.ground_truth``).
 
-Importing this package registers every source module in it (each module registers its own
-sources in ``DATASETS``).
+Each source module registers its own sources in ``DATASETS``; they are imported on the first
+look-up (``load_dataset``, ``DATASETS.names()``), not when this package is imported.
 """
 
-import paperzoo.data as _pkg
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split, load_dataset
 from paperzoo.data.layouts import DataRequired
 from paperzoo.data.transforms import as_set, translate
-from paperzoo.utils.modules import import_submodules
-
-import_submodules(_pkg)
 
 __all__ = [
     "DATASETS",

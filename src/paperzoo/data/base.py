@@ -139,7 +139,17 @@ class Split:
 
 
 SourceFn = Callable[..., Split]
-DATASETS: Registry[Split] = Registry("dataset")
+
+
+def _import_sources() -> None:
+    """Import every module of ``paperzoo.data``: each registers its own sources in ``DATASETS``."""
+    import paperzoo.data
+    from paperzoo.utils.modules import import_submodules
+
+    import_submodules(paperzoo.data)
+
+
+DATASETS: Registry[Split] = Registry("dataset", populate=_import_sources)
 
 
 def load_dataset(
@@ -158,8 +168,6 @@ def load_dataset(
         download: fetch missing files from the canonical source (checksum verified).
         seed: seeds the shuffle/split of sources that have no official split.
     """
-    import paperzoo.data  # noqa: F401  (registers every source)
-
     root = Path(data_root).expanduser() if data_root is not None else None
     split = DATASETS.create(name, data_root=root, download=download, seed=seed)
     if split.info.sha256 is None:

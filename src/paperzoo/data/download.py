@@ -12,8 +12,6 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from paperzoo.data.base import DataError
 from paperzoo.utils.io import atomic_write_bytes
 
@@ -37,6 +35,8 @@ def download_file(url: str, dest: str | Path, sha256: str, *, timeout: float = 6
     The file is written atomically, so an interrupted or corrupt download never leaves a
     plausible-looking file behind. ``file://`` URLs work too (used by the tests).
     """
+    from tqdm.auto import tqdm
+
     dest = Path(dest)
     log.info("downloading %s -> %s", url, dest)
     h = hashlib.sha256()

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save
 
 from paperzoo.utils.io import atomic_write_bytes, atomic_write_text
 
@@ -75,6 +73,8 @@ def save_state(directory: str | Path, step: int, state: dict[str, Any], *, keep:
     Returns:
         The path of the JSON half of the checkpoint.
     """
+    from safetensors.torch import save
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors: dict[str, torch.Tensor] = {}
@@ -118,6 +118,9 @@ def load_state(directory: str | Path, step: int | None = None) -> tuple[int, dic
     Returns:
         ``(step, state)`` with tensors on the CPU.
     """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
     directory = Path(directory)
     if step is None:
         step = latest_step(directory)
@@ -143,12 +146,17 @@ def load_state(directory: str | Path, step: int | None = None) -> tuple[int, dic
 
 def save_weights(path: str | Path, module: torch.nn.Module) -> None:
     """Atomically write a module's ``state_dict`` as one safetensors file."""
+    from safetensors.torch import save
+
     sd = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
     atomic_write_bytes(path, save(sd))
 
 
 def load_weights(path: str | Path, module: torch.nn.Module) -> None:
     """Load a safetensors ``state_dict`` into ``module`` (strict: names and shapes must match)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
     try:
         sd = load_file(str(path))
     except FileNotFoundError:

@@ -48,7 +48,6 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset, default_collate
-from tqdm.auto import tqdm
 
 from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
@@ -565,6 +564,8 @@ class Trainer:
         batches = self._batches(data)
         report = cfg.progress and self.dist.is_main
         show = report and sys.stderr.isatty()
+        from tqdm.auto import tqdm  # a reproduction dependency: imported when training runs
+
         bar = tqdm(total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False)
         lines = _ProgressLines(cfg, self.step) if report and not show else None
         loss: float | None = None

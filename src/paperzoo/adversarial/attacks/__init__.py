@@ -17,6 +17,7 @@ from paperzoo.adversarial.attacks.fgsm import FGSM
 from paperzoo.adversarial.attacks.pgd import PGD
 from paperzoo.adversarial.attacks.reparam import Reparameterize, Reparameterized
 from paperzoo.adversarial.attacks.spsa import SPSA, RandomNoise
+from paperzoo.adversarial.attacks.wrm import WRM, WRMReport, wrm_ascent
 
 __all__ = [
     "BPDA",
@@ -25,11 +26,13 @@ __all__ = [
     "FGSM",
     "PGD",
     "SPSA",
+    "WRM",
     "BPDALayer",
     "BPDAModel",
     "RandomNoise",
     "Reparameterize",
     "Reparameterized",
+    "WRMReport",
     "bpda",
     "Attack",
     "AttackWrapper",
@@ -39,4 +42,5 @@ __all__ = [
     "project",
     "random_in_ball",
     "unwrap_model",
+    "wrm_ascent",
 ]
