@@ -21,19 +21,24 @@ from paperzoo.utils.io import atomic_write_text
 
 
 def table() -> str:
-    """The markdown table of docs/cost.md, from the stored counts."""
+    """The markdown table of docs/cost.md, from the stored counts: the FLOP time (the earlier
+    price) beside the price from FLOP and kernel launches."""
     from paperzoo.experiments.runner import get_experiment
 
     rows = [
-        "| paper | training + evaluation FLOP | GPU-hours (one H100/H200, bf16, 40 %) "
-        "| CUDA precision |",
-        "|---|---:|---:|---|",
+        "| paper | FLOP | GPU-hours from FLOP alone (before) | steps | kernels per step "
+        "| GPU-hours, lower bound (now) | now / before | launch-bound | CUDA precision |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     costs = cached_costs()
-    for name in sorted(costs, key=lambda n: -costs[n]["flop"]):
+    for name in sorted(costs, key=lambda n: -costs[n]["gpu_hours"]):
         c = costs[name]
         prec = get_experiment(name).cuda_precision
-        rows.append(f"| {name} | {c['flop']:.2e} | {c['gpu_hours']:.3g} | {prec} |")
+        rows.append(
+            f"| {name} | {c['flop']:.2e} | {c['flop_gpu_hours']:.3g} | {c['steps']:,} "
+            f"| {c['kernels_per_step']:,.0f} | {c['gpu_hours']:.3g} "
+            f"| {c['gpu_hours'] / c['flop_gpu_hours']:,.1f} | {c['launch_bound']:.0%} | {prec} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -60,10 +65,11 @@ def main(argv: list[str]) -> int:
             continue
         papers[name] = counted | {"config_sha256": config_digest(name)}
         logging.info(
-            "%s: %.3g FLOP, %.3g GPU-hours (%.0f s)",
-            name, papers[name]["flop"], papers[name]["gpu_hours"], time.perf_counter() - start,
+            "%s: %.3g FLOP, %.3g kernels per step, %.3g GPU-hours (FLOP alone: %.3g) (%.0f s)",
+            name, counted["flop"], counted["kernels_per_step"], counted["gpu_hours"],
+            counted["flop_gpu_hours"], time.perf_counter() - start,
         )  # fmt: skip
-    doc = {"schema": "paperzoo.full_costs/1", "papers": dict(sorted(papers.items()))}
+    doc = {"schema": "paperzoo.full_costs/2", "papers": dict(sorted(papers.items()))}
     atomic_write_text(COSTS_FILE, json.dumps(doc, indent=1) + "\n")
     logging.info("wrote %s", COSTS_FILE)
     return 0

@@ -47,8 +47,9 @@ def list_catalogue() -> dict[str, Any]:
                 ],
                 # --precision on CUDA without the flag (CPU: fp32); why: docs/<paper>.md
                 "cuda_precision": exp.cuda_precision,
-                # the price of --scale full: training + evaluation FLOP counted from the models,
-                # GPU hours on one H100/H200-class GPU in bf16 (paperzoo.cost); None: not counted
+                # the price of --scale full (paperzoo.cost): FLOP and kernel launches counted
+                # from the models, a lower bound on GPU hours on one H100/H200-class GPU (basis
+                # says what it rests on); None: not counted
                 "full_cost": None if cost is None else full_cost_entry(name, cost),
             }
         )
@@ -60,7 +61,8 @@ def full_cost_entry(name: str, cost: dict[str, Any]) -> dict[str, Any]:
     the current full config and plan (else ``tools/count_costs.py NAME`` recounts it)."""
     from paperzoo.cost import config_digest
 
-    entry = {k: cost[k] for k in ("flop", "gpu_hours", "assumptions")}
+    keys = ("flop", "gpu_hours", "flop_gpu_hours", "steps", "kernels_per_step", "launch_bound")
+    entry = {k: cost[k] for k in (*keys, "basis", "assumptions")}
     entry["current"] = cost.get("config_sha256") == config_digest(name)
     return entry
 
@@ -68,7 +70,7 @@ def full_cost_entry(name: str, cost: dict[str, Any]) -> dict[str, Any]:
 def render_catalogue(catalogue: dict[str, Any]) -> str:
     """The text of ``paperzoo list``: per paper its data, the price of its full run and one line
     per claim with its targets."""
-    from paperzoo.cost import UTILISATION
+    from paperzoo.cost import KERNEL_SECONDS, UTILISATION
 
     lines: list[str] = []
     for p in catalogue["papers"]:
@@ -77,8 +79,10 @@ def render_catalogue(catalogue: dict[str, Any]) -> str:
         if p["full_cost"] is not None:
             c = p["full_cost"]
             lines.append(
-                f"  full run: {c['flop']:.2g} FLOP, about {c['gpu_hours']:.2g} GPU-hours (one "
-                f"H100/H200 in bf16 at {UTILISATION:.0%} of peak; CUDA precision "
+                f"  full run: at least {c['gpu_hours']:.2g} GPU-hours on one H100/H200 "
+                f"({c['steps']:,} steps of {c['kernels_per_step']:,.0f} kernels at "
+                f"{KERNEL_SECONDS * 1e6:.0f} us, {c['flop']:.2g} FLOP at {UTILISATION:.0%} of the "
+                f"bf16 peak: {c['launch_bound']:.0%} launch-bound; CUDA precision "
                 f"{p['cuda_precision']})"
             )
         for c in p["claims"]:

@@ -389,7 +389,7 @@ def _priced_line(result: Result) -> str | None:
     """A --max-steps run of the full config (no --set, the paper's data, the whole paper): its
     measured estimate beside the priced one (``paperzoo list --json``: ``full_cost``), labelled
     with the device it was measured on; None for any other run."""
-    from paperzoo.cost import UTILISATION, cached_costs
+    from paperzoo.cost import cached_costs
 
     est = result.partial.get("estimate_seconds") if result.partial else None
     cost = cached_costs().get(result.paper)
@@ -400,8 +400,9 @@ def _priced_line(result: Result) -> str | None:
     where = "on the CPU, not comparable" if result.device == "cpu" else f"on {result.device}"
     return (
         f"measured: {est / 3600:.3g} h {where} ({result.precision}) against the priced "
-        f"{cost['gpu_hours']:.3g} GPU-hours ({cost['flop']:.2g} FLOP at {UTILISATION:.0%} of one "
-        "H100/H200's bf16 peak; paperzoo list --json)"
+        f"{cost['gpu_hours']:.3g} GPU-hours (a lower bound on one H100/H200: "
+        f"{cost['kernels_per_step']:,.0f} kernels per step, {cost['flop']:.2g} FLOP; "
+        "paperzoo list --json)"
     )
 
 

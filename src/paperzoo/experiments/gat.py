@@ -490,7 +490,8 @@ def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str
         in_chans=3, num_classes=10, image_size=32, channels=cfg.channels, hidden=cfg.hidden
     )
     f = step(net, (cfg.batch_size, 3, 32, 32))
-    per = f / cfg.batch_size
+    eb = cfg.eval_batch or cfg.batch_size  # an attack iteration at the attacks' batch
+    per = step(net, (eb, 3, 32, 32)) / eb
     # forward+backward passes of the classifier per step: FGSM-AT one attack pass and the
     # update on the clean and adversarial halves; GAT the generator's input gradient, its
     # update through the classifier, and the classifier's update on both halves (upper bound)

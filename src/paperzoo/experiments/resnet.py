@@ -643,7 +643,7 @@ def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str
         depth = int("".join(c for c in name if c.isdigit()))
         net = CifarResNet(depth=depth, residual=name.startswith("resnet"), num_classes=10)
         pieces.append(Piece(f"{name} training", step(net, (cfg.batch_size, 3, 32, 32)), steps))
-        per_image = forward(net, (100, 3, 32, 32)) / 100
+        per_image = forward(net, (500, 3, 32, 32)) / 500  # evaluated in batches of 500
         evals = steps // cfg.eval_every if cfg.eval_every else 0
         pieces.append(Piece(f"{name} evaluation", per_image, evals * cfg.n_val + 10_000))
     return pieces, (

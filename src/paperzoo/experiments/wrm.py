@@ -783,7 +783,7 @@ def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str
             pieces.append(Piece(name, f_sph * (1 + inner[method]), steps))
         else:
             pieces.append(Piece(name, f_mn * (1 + adv[method]), steps))
-    per = f_mn / cfg.mnist_batch
+    per = step(mn, (500, 1, 28, 28)) / 500  # pgm_errors attacks batches of 500
     attacks = len(cfg.attack_budgets) * cfg.attack_steps * cfg.attack_n
     pieces.append(Piece("PGM attacks on the 5 MNIST nets", per, 5 * attacks))
     return pieces, (

@@ -454,7 +454,8 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
             batch = cfg.reg_batch_size if arch != "conv" else cfg.conv_reg_batch_size
             shape = (batch, 1, side, side)
         pieces.append(Piece(name, step(net, shape), steps))
-        per = forward(net, (16, *shape[1:])) / 16
+        eb = 128 if task == "regression" else 16  # the evaluation's batches (training.py)
+        per = forward(net, (eb, *shape[1:])) / eb
         evals = steps // cfg.eval_every + 1 if cfg.eval_every else 1
         pieces.append(Piece(f"{name} evaluation", per, evals * side * side))
     return pieces, (

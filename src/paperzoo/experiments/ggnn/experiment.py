@@ -615,7 +615,7 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
 
     nodes, batch = 20, cfg.batch_size  # per graph (an assumption), graphs per minibatch
     pieces = []
-    per_task: dict[str, float] = {}
+    per_task: dict[str, Any] = {}
     for name, steps in plan:
         task = name.split(" ")[0]
         if task not in OFFICIAL:  # an RNN / LSTM baseline (not counted, see below)
@@ -640,13 +640,15 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     )
 
 
-def _ggnn_step(net: nn.Module, x: Tensor, edges: tuple[Tensor, Tensor]) -> float:
-    """FLOP of a GG-NN training step on real (small) tensors: its sparse sums over edges need
-    real indices, so this one is not counted on the meta device."""
-    from paperzoo.utils.flops import count_flop
+def _ggnn_step(net: nn.Module, x: Tensor, edges: tuple[Tensor, Tensor]) -> Any:
+    """FLOP and kernels (``paperzoo.cost.Work``) of a GG-NN training step on real (small)
+    tensors: its sparse sums over edges need real indices, so this one is not counted on the
+    meta device."""
+    from paperzoo.cost import Work
+    from paperzoo.utils.flops import count_work
 
     def run() -> None:
         out = net(x, edges[0], edges[1])
         out.float().sum().backward()
 
-    return float(count_flop(run))
+    return Work(*map(float, count_work(run)))
