@@ -40,6 +40,7 @@ from paperzoo.nn.graph import (
     PropagationPlan,
     StackedGatedPropagation,
     global_add_pool,
+    graph_inputs,
     to_dense_batch,
 )
 
@@ -86,6 +87,28 @@ def _batch(x: Tensor, batch: Tensor | None) -> Tensor:
     return torch.zeros(x.shape[0], dtype=torch.long, device=x.device) if batch is None else batch
 
 
+def _unpack(
+    x: Tensor | Any,
+    edge_index: Tensor | None,
+    edge_type: Tensor | None,
+    batch: Tensor | None,
+    num_graphs: int | None,
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, int | None]:
+    """The tensors of a forward call, from the arguments or from a PyG-style graph object."""
+    if isinstance(x, Tensor):
+        if edge_index is None:
+            raise TypeError("edge_index is required with node features x")
+        return x, edge_index, edge_type, batch, num_graphs
+    x, edge_index, edge_type, data_batch, data_graphs = graph_inputs(x, edge_index, edge_type)
+    return (
+        x,
+        edge_index,
+        edge_type,
+        data_batch if batch is None else batch,
+        data_graphs if num_graphs is None else num_graphs,
+    )
+
+
 class GatedGraphNet(nn.Module):
     """GG-NN with a node-selection or graph-classification output.
 
@@ -101,6 +124,10 @@ class GatedGraphNet(nn.Module):
     Shapes:
         x: (N, A); edge_index: (2, E); edge_type: (E,); batch: (N,) ->
         (N,) node scores, or (num_graphs, num_classes) logits
+
+    ``forward(data)`` takes a PyG-style ``Data`` / ``Batch`` instead of the tensors (``x``,
+    ``edge_index``, ``edge_type`` or one-hot ``edge_attr``, ``batch``, ``num_graphs``; read by
+    duck typing, see ``paperzoo.nn.graph.graph_inputs``).
     """
 
     def __init__(
@@ -138,13 +165,16 @@ class GatedGraphNet(nn.Module):
 
     def forward(
         self,
-        x: Tensor,
-        edge_index: Tensor,
+        x: Tensor | Any,
+        edge_index: Tensor | None = None,
         edge_type: Tensor | None = None,
         batch: Tensor | None = None,
         *,
         num_graphs: int | None = None,
     ) -> Tensor:
+        x, edge_index, edge_type, batch, num_graphs = _unpack(
+            x, edge_index, edge_type, batch, num_graphs
+        )
         h = self.propagation(x, edge_index, edge_type)  # (N, D)
         hx = torch.cat([h, x], dim=1)  # (N, D + A)
         if self.output == "node":
@@ -164,6 +194,9 @@ class GatedGraphSequenceNet(nn.Module):
 
     Shapes:
         x: (N, A) -> (N, num_outputs) node scores, or (num_graphs, num_outputs, num_classes)
+
+    ``forward(data, num_outputs=...)`` takes a PyG-style ``Data`` / ``Batch`` (as
+    ``GatedGraphNet``).
     """
 
     def __init__(
@@ -211,14 +244,17 @@ class GatedGraphSequenceNet(nn.Module):
 
     def forward(
         self,
-        x: Tensor,
-        edge_index: Tensor,
+        x: Tensor | Any,
+        edge_index: Tensor | None = None,
         edge_type: Tensor | None = None,
         batch: Tensor | None = None,
         *,
         num_outputs: int,
         num_graphs: int | None = None,
     ) -> Tensor:
+        x, edge_index, edge_type, batch, num_graphs = _unpack(
+            x, edge_index, edge_type, batch, num_graphs
+        )
         if num_outputs < 1:
             raise ValueError(f"num_outputs must be >= 1, got {num_outputs}")
         b, g = _batch(x, batch), _num_graphs(batch, num_graphs)

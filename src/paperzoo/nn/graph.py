@@ -19,8 +19,12 @@ How it is computed (the function is that of the equations; only the order of ope
   then the sums per direction), whichever needs fewer multiply-adds.
 * The T steps run inside one autograd function with a hand-written backward pass (the GRU's
   derivatives written out, weight gradients accumulated in place). It saves three tensors per
-  step (the state, the sums, the gates) instead of autograd's dozen, and cannot be differentiated
-  twice.
+  step (the state, the sums, the gates) instead of autograd's dozen. That backward pass is used
+  for first-order gradients (training); when a gradient is itself to be differentiated
+  (``torch.autograd.grad(..., create_graph=True)``: a gradient penalty, a meta-learning step),
+  the backward pass instead recomputes the T steps with plain differentiable operations from the
+  saved inputs and differentiates those, so gradients of gradients (through the inputs and the
+  weights, to any order) are those of the equations.
 * tanh is computed as 2 sigmoid(2x) - 1 (the same function up to float round-off, about 2e-7):
   torch's CPU tanh measured 5-7x slower than its sigmoid.
 * ``StackedGatedPropagation`` runs K independent propagation modules as one: weights stacked
@@ -51,7 +55,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,16 @@ def _fp32(*tensors: Tensor | None) -> tuple[Tensor | None, ...]:
 def _check_graph(edge_index: Tensor, edge_type: Tensor | None, num_types: int) -> None:
     if edge_index.dim() != 2 or edge_index.shape[0] != 2:
         raise ValueError(f"edge_index must be (2, E), got shape {tuple(edge_index.shape)}")
+    for name, t in (("edge_index", edge_index), ("edge_type", edge_type)):
+        if t is not None and (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
+            raise TypeError(
+                f"{name} must be an integer tensor (torch.long), got dtype {t.dtype}"
+                + (
+                    ": pass edge types as class indices, not one-hot or float"
+                    if t is edge_type
+                    else ""
+                )
+            )
     if edge_type is not None and edge_type.shape != edge_index.shape[1:]:
         raise ValueError(
             f"edge_type must be (E,) = ({edge_index.shape[1]},), got {tuple(edge_type.shape)}"
@@ -169,6 +182,70 @@ def build_plan(
     )
 
 
+class _SparseProduct(torch.autograd.Function):
+    """``adj @ x`` for a sparse CSR ``adj`` (given with its transpose), differentiable in ``x`` to
+    any order: the backward pass is the same product with the transpose."""
+
+    @staticmethod
+    def forward(ctx: Any, adj: Tensor, adj_t: Tensor, x: Tensor) -> Tensor:  # type: ignore[override]
+        ctx.adj, ctx.adj_t = adj, adj_t
+        return _spmm(adj, x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[None, None, Tensor]:  # type: ignore[override]
+        return None, None, _SparseProduct.apply(ctx.adj_t, ctx.adj, grad.contiguous())
+
+
+def _plain_steps(
+    h: Tensor,
+    const: Tensor,
+    w_pre: Tensor | None,
+    w_a: Tensor,
+    u_zr: Tensor,
+    u_c: Tensor,
+    adj: Tensor,
+    adj_t: Tensor,
+    steps: int,
+) -> Tensor:
+    """The T steps of ``_GatedSteps`` (single model: h (N, D)) or ``_StackedGatedSteps`` (h
+    (K, N, D)) with plain differentiable operations: the same function, differentiable to any
+    order (used by their backward passes when a gradient is to be differentiated)."""
+    d = h.shape[-1]
+    for _ in range(steps):
+        m = h if w_pre is None else h @ w_pre
+        agg = _SparseProduct.apply(adj, adj_t, m.reshape(-1, d)).view(*h.shape[:-1], -1)
+        g = const + agg @ w_a  # lin_a(a)
+        zr = torch.sigmoid(g[..., : 2 * d] + h @ u_zr)  # Eq. 3, 4
+        cand = torch.tanh(g[..., 2 * d :] + (zr[..., d:] * h) @ u_c)  # Eq. 5
+        h = h + zr[..., :d] * (cand - h)  # Eq. 6
+    return h
+
+
+def _differentiable_backward(
+    ctx: Any, grad: Tensor, inputs: tuple[Tensor | None, ...]
+) -> tuple[Tensor | None, ...]:
+    """Gradients of the T steps with respect to ``inputs`` (h, const, w_pre, w_a, u_zr, u_c) as
+    differentiable functions of the inputs and of ``grad`` (the steps recomputed with plain
+    operations, then ``torch.autograd.grad(..., create_graph=True)``)."""
+    adj, adj_t = ctx.adj, ctx.adj_t
+    with torch.enable_grad():
+        out = _plain_steps(*inputs, adj, adj_t, ctx.steps)  # type: ignore[arg-type]
+        wanted = [
+            t for t, need in zip(inputs, ctx.needs_input_grad[:6], strict=True)
+            if need and t is not None
+        ]  # fmt: skip
+        found = iter(torch.autograd.grad(out, wanted, grad, create_graph=True, allow_unused=True))
+    grads = [
+        next(found) if need and t is not None else None
+        for t, need in zip(inputs, ctx.needs_input_grad[:6], strict=True)
+    ]
+    grads = [
+        torch.zeros_like(t) if g is None and t is not None and need else g
+        for g, t, need in zip(grads, inputs, ctx.needs_input_grad[:6], strict=True)
+    ]
+    return (*grads, None, None, None)
+
+
 class _GatedSteps(torch.autograd.Function):
     """T gated steps (Eq. 2-6) with a hand-written backward pass.
 
@@ -202,14 +279,17 @@ class _GatedSteps(torch.autograd.Function):
             cand.mul_(2).sigmoid_().mul_(2).sub_(1)  # 2 sigmoid(2x) - 1: torch's CPU tanh is slower
             saved += [h, agg, g]
             h = torch.lerp(h, cand, zr[:, :d])  # Eq. 6: (1 - z) * h + z * h~
-        ctx.save_for_backward(w_pre, w_a, u_zr, u_c, adj_t, *saved)
+        ctx.save_for_backward(const, w_pre, w_a, u_zr, u_c, adj_t, *saved)
         ctx.needs_const = ctx.needs_input_grad[1]
+        ctx.adj, ctx.adj_t, ctx.steps = adj, adj_t, steps
         return h
 
     @staticmethod
-    @once_differentiable
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        w_pre, w_a, u_zr, u_c, adj_t, *saved = ctx.saved_tensors
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+        const, w_pre, w_a, u_zr, u_c, adj_t, *saved = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a gradient to be differentiated
+            h0 = saved[0] if saved else None
+            return _differentiable_backward(ctx, grad, (h0, const, w_pre, w_a, u_zr, u_c))
         d = u_c.shape[0]
         gw_pre = None if w_pre is None else torch.zeros_like(w_pre)
         gw_a, gu_zr, gu_c = torch.zeros_like(w_a), torch.zeros_like(u_zr), torch.zeros_like(u_c)
@@ -264,8 +344,10 @@ class GatedGraphPropagation(nn.Module):
         x: (N, A); edge_index: (2, E); edge_type: (E,) -> (N, D)
 
     ``forward(..., plan=self.plan(edge_index, edge_type, N))`` skips building the graph's sparse
-    matrices (edge_index and edge_type are then not read). The backward pass is written by hand
-    (see the module docstring): gradients of gradients are not supported.
+    matrices (edge_index and edge_type are then not read). ``forward(data)`` takes a PyG-style
+    graph object instead (attributes ``x``, ``edge_index`` and ``edge_type`` or ``edge_attr``;
+    see ``graph_inputs``). The backward pass is written by hand for first-order gradients;
+    gradients of gradients take a plain-autograd path (see the module docstring).
     """
 
     def __init__(
@@ -361,19 +443,23 @@ class GatedGraphPropagation(nn.Module):
 
     def forward(
         self,
-        x: Tensor,
-        edge_index: Tensor,
+        x: Tensor | Any,
+        edge_index: Tensor | None = None,
         edge_type: Tensor | None = None,
         *,
         num_steps: int | None = None,
         plan: PropagationPlan | None = None,
     ) -> Tensor:
+        if not isinstance(x, Tensor):  # a PyG-style Data / Batch
+            x, edge_index, edge_type, _, _ = graph_inputs(x, edge_index, edge_type)
         if x.dim() != 2:
             raise ValueError(f"x must be (num_nodes, features), got shape {tuple(x.shape)}")
         if x.shape[1] != self.annotation_dim:
             raise ValueError(f"x has {x.shape[1]} features, expected {self.annotation_dim}")
         n, steps = x.shape[0], self.num_steps if num_steps is None else num_steps
         if plan is None:
+            if edge_index is None:
+                raise ValueError("edge_index is required (or a plan)")
             plan = self.plan(edge_index, edge_type, n)
         elif (plan.num_nodes, plan.slots, plan.tied) != (n, self.slots, self.tie_directions):
             raise ValueError(
@@ -432,14 +518,17 @@ class _StackedGatedSteps(torch.autograd.Function):
             cand.mul_(2).sigmoid_().mul_(2).sub_(1)  # as 2 sigmoid(2x) - 1 (see _GatedSteps)
             saved += [h, agg, g]
             h = torch.lerp(h, cand, zr[..., :d])  # Eq. 6: (1 - z) * h + z * h~
-        ctx.save_for_backward(w_pre, w_a, u_zr, u_c, adj_t, *saved)
+        ctx.save_for_backward(const, w_pre, w_a, u_zr, u_c, adj_t, *saved)
         ctx.needs_const = ctx.needs_input_grad[1]
+        ctx.adj, ctx.adj_t, ctx.steps = adj, adj_t, steps
         return h
 
     @staticmethod
-    @once_differentiable
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        w_pre, w_a, u_zr, u_c, adj_t, *saved = ctx.saved_tensors
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+        const, w_pre, w_a, u_zr, u_c, adj_t, *saved = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: see _GatedSteps.backward
+            h0 = saved[0] if saved else None
+            return _differentiable_backward(ctx, grad, (h0, const, w_pre, w_a, u_zr, u_c))
         d = u_c.shape[-1]
         gw_pre = None if w_pre is None else torch.zeros_like(w_pre)
         gw_a, gu_zr, gu_c = torch.zeros_like(w_a), torch.zeros_like(u_zr), torch.zeros_like(u_c)
@@ -593,6 +682,50 @@ class StackedGatedPropagation(nn.Module):
             into.lin_h_zr.weight.copy_(self.lin_h_zr_weight[index])
             into.lin_h_c.weight.copy_(self.lin_h_c_weight[index])
         return into
+
+
+def graph_inputs(
+    data: Any, edge_index: Tensor | None = None, edge_type: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, int | None]:
+    """``(x, edge_index, edge_type, batch, num_graphs)`` of a PyG-style ``Data`` / ``Batch``.
+
+    Read by duck typing (no PyG dependency): ``data.x`` and ``data.edge_index`` are required;
+    the edge types come from ``data.edge_type`` or else ``data.edge_attr``, either as (E,)
+    integer types or as (E, K) one-hot rows (converted to indices; anything else is refused
+    naming ``edge_attr``); ``batch`` and ``num_graphs`` when present (a ``Batch``). An argument
+    passed explicitly alongside ``data`` is refused rather than silently ignored.
+    """
+    if edge_index is not None or edge_type is not None:
+        raise TypeError("pass either a graph object or tensors (x, edge_index, edge_type)")
+    x = getattr(data, "x", None)
+    ei = getattr(data, "edge_index", None)
+    if not isinstance(x, Tensor) or not isinstance(ei, Tensor):
+        raise TypeError(
+            f"expected node features x (a Tensor) or a graph object with tensors .x and "
+            f".edge_index, got {type(data).__name__}"
+        )
+    et = getattr(data, "edge_type", None)
+    if et is None:
+        attr = getattr(data, "edge_attr", None)
+        if attr is not None:
+            if attr.dim() == 2 and attr.shape[0] == ei.shape[1]:
+                ones = (attr == 1).sum(1) == 1
+                if not bool(((attr == 0) | (attr == 1)).all() and ones.all()):
+                    raise ValueError(
+                        "edge_attr (E, K) must be one-hot edge types (one 1 per row) to be read "
+                        "as edge types; pass edge_type (E,) integers instead"
+                    )
+                et = attr.argmax(1)
+            elif attr.dim() == 1 and not attr.is_floating_point():
+                et = attr
+            else:
+                raise ValueError(
+                    f"edge_attr of shape {tuple(attr.shape)} and dtype {attr.dtype} is not edge "
+                    "types: give (E,) integer types or (E, K) one-hot rows, or set edge_type"
+                )
+    batch = getattr(data, "batch", None)
+    num_graphs = getattr(data, "num_graphs", None)
+    return x, ei, et, batch, None if num_graphs is None else int(num_graphs)
 
 
 class GatedReadout(nn.Module):
