@@ -168,3 +168,15 @@ def test_a_finding_declared_a_check_leaves_the_findings_and_the_run_still_counts
     assert after.findings == 1 and [c.id for c in after.result.checks] == ["split.gap", "params"]
     assert "split.gap: stored as a finding, declared a check (judged as a check)" in after.flags
     assert "1 of 1 findings reproduced" in render_summary_markdown([one, two])
+
+
+def test_a_field_added_inside_a_nested_config_is_not_drift() -> None:
+    from paperzoo.verdict.counting import _changed_fields
+
+    stored = {"steps": 3, "model": {"dim": 8}}
+    assert _changed_fields(stored, {"steps": 3, "model": {"dim": 8, "mask": None}, "new": 1}) == []
+    assert _changed_fields(stored, {"steps": 3, "model": {"dim": 16}}) == [("model.dim", 8, 16)]
+    assert _changed_fields(stored, {"steps": 4, "model": 5}) == [
+        ("steps", 3, 4),
+        ("model", {"dim": 8}, 5),
+    ]

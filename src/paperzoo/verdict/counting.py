@@ -284,26 +284,35 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
 def _config_drift(result: Result, declared: Any) -> list[str]:
     """``not counted: ...`` when a field the run recorded differs from the config the code now
     declares at its scale: it ran another protocol (e.g. restarts that became a variant). Fields
-    added after the run are not compared (the run could not record them)."""
+    added after the run, at any depth of a nested config, are not compared (the run could not
+    record them); nor are fields the code no longer has."""
     from paperzoo.experiments.overrides import config_to_dict
 
-    current = config_to_dict(declared)
-    changed = [
-        k
-        for k in result.config
-        if k in current
-        and json.dumps(result.config[k], sort_keys=True) != json.dumps(current[k], sort_keys=True)
-    ]
+    changed = _changed_fields(result.config, config_to_dict(declared))
     if not changed:
         return []
     shown = ", ".join(
-        f"{k} {json.dumps(result.config[k])[:40]} -> {json.dumps(current[k])[:40]}"
-        for k in changed[:3]
+        f"{k} {json.dumps(old)[:40]} -> {json.dumps(new)[:40]}" for k, old, new in changed[:3]
     )
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
     return [
         f"not counted: it ran a {result.scale} config the code no longer declares ({shown}{more})"
     ]
+
+
+def _changed_fields(stored: Any, current: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(dotted field, recorded value, declared value) of every recorded field whose value the
+    declared config gives otherwise; nested configs are compared field by field."""
+    out: list[tuple[str, Any, Any]] = []
+    for k, old in stored.items():
+        if k not in current:
+            continue
+        new = current[k]
+        if isinstance(old, dict) and isinstance(new, dict):
+            out += _changed_fields(old, new, f"{prefix}{k}.")
+        elif json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
+            out.append((f"{prefix}{k}", old, new))
+    return out
 
 
 def _check_against_seeds(result: Result, run_dir: Path) -> tuple[list[str], set[int | None]]:
