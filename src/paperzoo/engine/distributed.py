@@ -16,6 +16,12 @@ therefore not meet at a collective: ``wait_for_all_ranks`` marks this rank done 
 group's key-value store and polls it until every rank is, which has no timeout; the ranks then
 read each other's results from the shared output directory. The data-parallel training itself
 (DDP) keeps its ranks in lock step, so its collectives never wait long.
+
+Ending. Every rank that leaves the group (normally or by an exception) marks itself exited in
+the store (``mark_exited``, registered at exit): a rank waiting in ``wait_for_all_ranks`` for a
+rank that has exited stops waiting and is told which ranks never arrived. Decisions that every
+rank must take at the same step (a loss that became NaN on one rank, a stop signal that reached
+one rank) are taken on a flag all-reduced with MAX (``agree_max``).
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -33,13 +41,18 @@ import torch.distributed as dist
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "DirectoryNotShared",
     "DistInfo",
+    "RanksExited",
+    "agree_max",
     "all_reduce_mean",
     "backend_for",
     "barrier",
+    "check_shared_dir",
     "collective_device",
     "current",
     "init_distributed",
+    "mark_exited",
     "served_devices",
     "wait_for_all_ranks",
 ]
@@ -146,8 +159,11 @@ def init_distributed(device: str = "cpu", timeout: timedelta | None = None) -> D
             torch.cuda.set_device(local)
         dist.init_process_group(backend=backend, timeout=timeout)
         _requested_backend = backend
-        # Leave the group on exit (NCCL warns of, and may hang on, a group never destroyed).
+        # Leave the group on exit (NCCL warns of, and may hang on, a group never destroyed);
+        # first say so in the store, for ranks still waiting on this one (registered last: runs
+        # first).
         atexit.register(_destroy)
+        atexit.register(mark_exited)
     return DistInfo(rank=rank, world_size=world, local_rank=local, group=True)
 
 
@@ -180,21 +196,117 @@ def all_reduce_mean(value: float) -> float:
     return float(t.item()) / info.world_size
 
 
+def agree_max(*values: float) -> list[float]:
+    """The maximum of each value over all ranks (the values themselves when not distributed): a
+    decision every rank takes together, e.g. "the loss is not finite on some rank"."""
+    if not current().enabled:
+        return [float(v) for v in values]
+    t = torch.tensor(values, dtype=torch.float64, device=collective_device())
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return [float(v) for v in t.tolist()]
+
+
+class RanksExited(RuntimeError):
+    """Ranks left the process group before reaching a ``wait_for_all_ranks``."""
+
+    def __init__(self, what: str, ranks: list[int]) -> None:
+        super().__init__(
+            f"rank(s) {','.join(map(str, ranks))} ended before finishing {what}; their log says why"
+        )
+        self.ranks = ranks
+
+
+def _exited_key(rank: int) -> str:
+    return f"paperzoo/exited/rank-{rank}"
+
+
+def mark_exited() -> None:
+    """Record in the store that this rank has left (registered at exit by ``init_distributed``;
+    a no-op when not distributed or when the store is gone)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        store.set(_exited_key(dist.get_rank()), "exited")
+    except Exception as err:  # noqa: BLE001 - the store's server may have gone first
+        log.debug("could not mark rank %d exited: %s", dist.get_rank(), err)
+
+
+class DirectoryNotShared(ValueError):
+    """A directory that every rank must see (``--out``) is not the same on every rank."""
+
+
+_checks = 0  # check_shared_dir calls so far (every rank makes the same calls)
+
+
+def check_shared_dir(path: str | Path, what: str = "--out") -> None:
+    """Make sure every rank sees the same directory at ``path`` (a no-op when not distributed).
+
+    Rank 0 writes a random nonce into a file there and puts it in the process group's store;
+    every rank waits for it in the store (so nothing is read there before rank 0 has set the
+    directory up, e.g. cleared it for ``--restart``), reads the file and compares; the ranks
+    agree on the outcome, and rank 0 removes the file.
+
+    Raises:
+        DirectoryNotShared: on every rank, when some rank does not see rank 0's file.
+    """
+    global _checks
+    info = current()
+    if not info.enabled:
+        return
+    _checks += 1
+    path = Path(path)
+    name = f".paperzoo-ranks-{_checks}"
+    store = dist.distributed_c10d._get_default_store()
+    key = f"paperzoo/shared-dir-{_checks}"
+    if info.is_main:
+        nonce = secrets.token_hex(16)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(nonce)
+        store.set(key, nonce)
+    nonce = store.get(key).decode()  # waits for rank 0
+    try:
+        seen = (path / name).read_text() == nonce
+    except OSError:
+        seen = False
+    (unseen,) = agree_max(0.0 if seen else 1.0)
+    if info.is_main:
+        (path / name).unlink(missing_ok=True)
+    if unseen:
+        raise DirectoryNotShared(
+            f"{what} {path} is not one directory that every rank sees"
+            + ("" if seen else f" (rank {info.rank} does not see rank 0's files there)")
+            + ": give every rank the same shared directory"
+        )
+
+
 _waits = 0  # wait_for_all_ranks calls so far: every rank makes the same calls in the same order
 
 
-def wait_for_all_ranks(what: str, *, poll_s: float = 1.0, report_s: float = 600.0) -> None:
+def wait_for_all_ranks(
+    what: str,
+    *,
+    poll_s: float = 1.0,
+    report_s: float = 600.0,
+    timeout_s: float | None = None,
+) -> None:
     """Return once every rank has called this (a no-op when not distributed), without a
     collective: each rank sets a key in the process group's store and polls until all keys are
-    there, so ranks that finish hours apart wait without any timeout.
+    there, so ranks that finish hours apart wait without the group's timeout.
 
     Each rank must make the same sequence of calls (the n-th call of every rank meet). A rank
-    that dies leaves the others polling; torchrun then stops them all.
+    that leaves the group first (it ended, normally or by an exception: ``mark_exited``) ends
+    the wait: ``RanksExited`` names it.
 
     Args:
         what: what the ranks finished, for the log.
         poll_s: seconds between looks at the store.
         report_s: seconds between log lines while waiting.
+        timeout_s: give up after this many seconds (None: wait as long as the ranks work).
+
+    Raises:
+        RanksExited: a rank exited without arriving here.
+        TimeoutError: ``timeout_s`` passed first.
     """
     global _waits
     info = current()
@@ -208,11 +320,19 @@ def wait_for_all_ranks(what: str, *, poll_s: float = 1.0, report_s: float = 600.
     store.set(keys[info.rank], "done")
     start = next_report = time.monotonic()
     while not store.check(keys):
+        waiting = [r for r, k in enumerate(keys) if not store.check([k])]
+        gone = [r for r in waiting if store.check([_exited_key(r)])]
+        if gone:
+            raise RanksExited(what, gone)
         now = time.monotonic()
+        if timeout_s is not None and now - start >= timeout_s:
+            raise TimeoutError(
+                f"rank {info.rank}: {what} done, rank(s) {','.join(map(str, waiting))} not "
+                f"after {timeout_s:.0f} s"
+            )
         if now >= next_report:
-            waiting = [r for r, k in enumerate(keys) if not store.check([k])]
             log.info(
-                "rank %d: %s done, waiting for rank(s) %s (%.0f s so far; no timeout)",
+                "rank %d: %s done, waiting for rank(s) %s (%.0f s so far)",
                 info.rank, what, ",".join(map(str, waiting)), now - start,
             )  # fmt: skip
             next_report = now + report_s

@@ -51,9 +51,9 @@ from torch.utils.data import Dataset, default_collate
 
 from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
-from paperzoo.engine import interrupt
+from paperzoo.engine import faults, interrupt
 from paperzoo.engine import precision as num_precision
-from paperzoo.engine.distributed import DistInfo, current
+from paperzoo.engine.distributed import DistInfo, agree_max, current
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
 from paperzoo.utils.io import atomic_write_text
 
@@ -81,15 +81,18 @@ _FINGERPRINT = ("batch_size", "seed", "grad_clip", "drop_last")
 
 
 class NonFiniteLossError(FloatingPointError):
-    """The loss became NaN or infinite; the message names the step."""
+    """The loss became NaN or infinite; the message names the step (and, under a process group,
+    whether it was this rank's loss or another's: every rank raises at the same step)."""
 
-    def __init__(self, step: int, value: float) -> None:
+    def __init__(self, step: int, value: float, *, elsewhere: bool = False) -> None:
+        where = " on another rank" if elsewhere else ""
         super().__init__(
-            f"loss became {value} at step {step}; lower the learning rate, clip gradients, "
-            "or check the inputs for NaN"
+            f"loss became {value}{where} at step {step}; lower the learning rate, clip "
+            "gradients, or check the inputs for NaN"
         )
         self.step = step
         self.value = value
+        self.elsewhere = elsewhere
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,9 @@ class Trainer:
         self._window: dict[str, list[float]] = {}
         self._tb: Any = None
         self._timing: step_budget.Loop | None = None  # fit under a step budget: its record
+        self._stop_signal: int | None = None  # under a group: the stop all ranks agreed on
+        inject = faults.inject_nan_at()  # PAPERZOO_INJECT_NAN=RANK:STEP (tests of divergence)
+        self._nan_step = inject[1] if inject is not None and inject[0] == current().rank else None
         self._train_model = self._wrap(self.model)
         for opt in self._optimizers().values():
             for g in opt.param_groups:
@@ -430,6 +436,10 @@ class Trainer:
             if not isinstance(out, dict) or "loss" not in out:
                 raise TypeError("with manual=True, loss_fn must return a dict with a 'loss' entry")
             metrics = {k: _as_float(v) for k, v in out.items()}
+            if self.step == self._nan_step:
+                metrics["loss"] = math.nan
+            if self.dist.enabled:
+                self._agree(metrics["loss"])
         else:
             assert self.optimizer is not None
             out = self.loss_fn(self._train_model, batch)
@@ -438,11 +448,15 @@ class Trainer:
                 loss, extra = out["loss"], out
             if not isinstance(loss, Tensor) or loss.dim() != 0:
                 raise TypeError("loss_fn must return a scalar loss tensor")
+            if self.step == self._nan_step:
+                loss = loss * math.nan
             value = float(loss.detach().item())
-            if not math.isfinite(value):
+            if not math.isfinite(value) and not self.dist.enabled:
                 raise NonFiniteLossError(self.step, value)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if self.dist.enabled:  # after backward: every rank has run DDP's gradient reduction
+                self._agree(value)
             if self.config.grad_clip is not None:
                 nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
             self.optimizer.step()
@@ -451,6 +465,29 @@ class Trainer:
         if not math.isfinite(metrics["loss"]):
             raise NonFiniteLossError(self.step, metrics["loss"])
         return metrics
+
+    def _agree(self, loss: float) -> None:
+        """Under a process group, one all-reduce per step decides for every rank together: a
+        loss that is not finite on any rank raises ``NonFiniteLossError`` on all of them (before
+        the optimizer steps), and a stop signal that reached any rank stops all of them after
+        this step (``_stop_signal``), so no rank is left waiting in a collective."""
+        bad, signum = agree_max(0.0 if math.isfinite(loss) else 1.0, interrupt.requested() or 0)
+        self._stop_signal = int(signum) or None
+        if bad:
+            here = not math.isfinite(loss)
+            raise NonFiniteLossError(self.step, loss if here else math.nan, elsewhere=not here)
+
+    def _agree_resumed(self) -> None:
+        """Under a process group: every rank resumed the same step (and finished state), or
+        every rank raises ``CheckpointError`` (a rank that found no checkpoint would start from
+        fresh weights while another resumes)."""
+        lo, hi, done_lo, done_hi = agree_max(-self.step, self.step, -self.finished, self.finished)
+        if -lo != hi or -done_lo != done_hi:
+            raise ckpt.CheckpointError(
+                f"{self.config.desc}: the ranks resumed from different checkpoints (steps "
+                f"{int(-lo)} to {int(hi)}; this rank: {self.step} in {self.checkpoint_dir}): "
+                "--out must be one directory that every rank sees"
+            )
 
     def _restart_metrics_file(self) -> None:
         """metrics.jsonl holds exactly the records of ``self.history`` (a resumed run drops what
@@ -521,6 +558,8 @@ class Trainer:
         with torch.random.fork_rng(devices=devices), forwards:
             torch.manual_seed(derive_seed(self.config.seed, "global"))
             resumed = self.resume() if resume else False
+            if resume and self.dist.enabled:
+                self._agree_resumed()
             if not resumed and self.checkpoint_dir is not None and self.dist.is_main:
                 ckpt.remove_all(self.checkpoint_dir)
             self._restart_metrics_file()
@@ -610,7 +649,8 @@ class Trainer:
                 if timing is not None and self.step == start_step + 1:
                     self._sync()
                     t1 = time.perf_counter()  # the first step (warm-up) is timed apart
-                signum = interrupt.requested()
+                # (under a group the stop is the one every rank agreed on at this step)
+                signum = self._stop_signal if self.dist.enabled else interrupt.requested()
                 if signum is not None:
                     self._stop(signum)
         except NonFiniteLossError:

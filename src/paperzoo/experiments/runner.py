@@ -23,6 +23,7 @@ import torch
 
 from paperzoo.engine import budget
 from paperzoo.engine import precision as num_precision
+from paperzoo.engine.distributed import check_shared_dir
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import write_report
@@ -347,6 +348,9 @@ def run_experiment(
     if ctx.restart and ctx.dist.is_main:
         clear_run(Path(ctx.out_dir), name)
     resumed = ctx.dist.is_main and claim_out_dir(Path(ctx.out_dir), spec)
+    # Under torchrun: every rank sees rank 0's --out, and reads it only once rank 0 has cleared
+    # (--restart) and claimed it
+    check_shared_dir(Path(ctx.out_dir))
     if resumed:
         log.info("%s: resuming the run in %s", name, ctx.out_dir)
     log.info("reproducing %s at scale %s (seed %d)", name, ctx.scale, ctx.seed)
@@ -461,7 +465,8 @@ def run_or_diverge(exp: Experiment, cfg: Any, ctx: RunContext) -> Outcome:
     try:
         return exp.run(cfg, ctx)
     except NonFiniteLossError as err:
-        why = f"diverged at step {err.step}: loss {err.value}"
+        elsewhere = " (on another rank)" if err.elsewhere else ""
+        why = f"diverged at step {err.step}: loss {err.value}{elsewhere}"
         log.warning(
             "%s seed %d: %s; every claim is recorded as not measured", exp.name, ctx.seed, why
         )

@@ -1,0 +1,246 @@
+"""Ranks of a ``torchrun`` group end together: what one rank sees, every rank acts on.
+
+Two CPU processes (gloo) train one data-parallel model with the Trainer under a process group
+whose timeout is short (``SHORT``), so that a rank left waiting in a collective fails the test
+in seconds instead of hanging:
+
+* ``nan``: ``PAPERZOO_INJECT_NAN=1:3`` makes rank 1's loss NaN at step 3; every rank raises
+  ``NonFiniteLossError`` at step 3 (rank 0 is told it was another rank's loss).
+* ``stop``: rank 1 alone receives SIGTERM during step 2; every rank stops after that step, the
+  stop checkpoint is at step 3, and a resumed run ends with the weights of an uninterrupted one.
+* ``resume``: rank 0 finds a checkpoint, rank 1 none (an ``--out`` the ranks do not share):
+  both raise ``CheckpointError`` instead of one resuming while the other starts afresh.
+* ``unshared``: each rank's ``--out`` is a directory of its own: every rank fails in one line
+  before training.
+* ``exited``: rank 1 ends without reaching ``wait_for_all_ranks``; rank 0 stops waiting with
+  ``RanksExited`` naming it.
+
+The test file is also the ranks' script: ``torchrun ... test_ranks_agree.py MODE DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
+from paperzoo.engine.faults import INJECT_NAN_ENV, inject_nan_at
+
+WORLD, STEPS = 2, 6
+SHORT = timedelta(seconds=10)
+
+
+def _data() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 5, generator=g)
+    return x, (x.sum(1) > 0).long()
+
+
+def _model() -> tuple[nn.Module, torch.optim.Optimizer]:
+    with seeded(1):
+        m = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+    return m, torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+
+def _cfg(steps: int = STEPS) -> TrainConfig:
+    return TrainConfig(steps=steps, batch_size=8, log_every=2, progress=False)
+
+
+def _loss(model: nn.Module, batch) -> torch.Tensor:  # noqa: ANN001
+    x, y = batch
+    return F.cross_entropy(model(x), y)
+
+
+# -- in one process --------------------------------------------------------------------------------
+
+
+def test_inject_nan_is_parsed_once_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(INJECT_NAN_ENV, raising=False)
+    assert inject_nan_at() is None
+    monkeypatch.setenv(INJECT_NAN_ENV, " 1:17 ")
+    assert inject_nan_at() == (1, 17)
+    for bad in ("1", "a:2", "1:-2", "1:2:3", ":"):
+        monkeypatch.setenv(INJECT_NAN_ENV, bad)
+        with pytest.raises(ValueError, match=INJECT_NAN_ENV):
+            inject_nan_at()
+
+
+@pytest.mark.parametrize("manual", [False, True])
+def test_inject_nan_in_one_process(monkeypatch: pytest.MonkeyPatch, manual: bool) -> None:
+    """Rank 0 of no group: the loss of step 4 is NaN; the steps before it trained as usual."""
+    monkeypatch.setenv(INJECT_NAN_ENV, "0:4")
+    m, opt = _model()
+
+    def manual_step(model: nn.Module, batch) -> dict:  # noqa: ANN001
+        loss = _loss(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return {"loss": loss}
+
+    trainer = Trainer(
+        m,
+        None if manual else opt,
+        manual_step if manual else _loss,
+        config=_cfg(),
+        manual=manual,
+    )
+    with pytest.raises(NonFiniteLossError, match="at step 4") as err:
+        trainer.fit(_data())
+    assert err.value.step == 4 and not err.value.elsewhere
+    assert trainer.step == 4 and [r["step"] for r in trainer.history.records] == [2, 4]
+    monkeypatch.setenv(INJECT_NAN_ENV, "1:4")  # another rank: nothing injected here
+    m, opt = _model()
+    Trainer(m, opt, _loss, config=_cfg()).fit(_data())
+
+
+# -- the ranks' side -------------------------------------------------------------------------------
+
+
+def _params(m: nn.Module) -> list[list[float]]:
+    return [p.detach().flatten().tolist() for p in m.parameters()]
+
+
+def _worker(mode: str, out: Path) -> int:
+    from paperzoo.engine import CheckpointError, interrupt
+    from paperzoo.engine.checkpoint import latest_step
+    from paperzoo.engine.distributed import init_distributed, wait_for_all_ranks
+
+    torch.set_num_threads(1)
+    info = init_distributed("cpu", timeout=SHORT)
+    result: dict = {"rank": info.rank}
+    t0 = time.monotonic()
+    if mode == "nan":  # PAPERZOO_INJECT_NAN=1:3 in the environment
+        m, opt = _model()
+        trainer = Trainer(m, opt, _loss, config=_cfg())
+        try:
+            trainer.fit(_data())
+        except NonFiniteLossError as err:
+            result.update(error="nan", step=err.step, elsewhere=err.elsewhere)
+    elif mode == "stop":
+        m, opt = _model()
+        Trainer(m, opt, _loss, config=_cfg()).fit(_data())
+        result["uninterrupted"] = _params(m)
+
+        def loss_and_signal(model: nn.Module, batch) -> torch.Tensor:  # noqa: ANN001
+            if info.rank == 1 and trainer.step == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return _loss(model, batch)
+
+        m, opt = _model()
+        trainer = Trainer(m, opt, loss_and_signal, config=_cfg(), out_dir=out / "stop")
+        with interrupt.handling():
+            try:
+                trainer.fit(_data())
+            except interrupt.Interrupted as stop:
+                result.update(error="interrupted", step=trainer.step, signum=stop.signum)
+        dist.barrier()  # rank 0's checkpoint is on disk before any rank resumes
+        result["stop_checkpoint"] = latest_step(out / "stop" / "checkpoints")
+        m, opt = _model()
+        resumed = Trainer(m, opt, _loss, config=_cfg(), out_dir=out / "stop")
+        resumed.fit(_data(), resume=True)
+        result["resumed"] = _params(m)
+        result["resumed_history"] = [r["step"] for r in resumed.history.records]
+    elif mode == "resume":
+        if info.rank == 0:  # an earlier run left a checkpoint at step 3 in rank 0's directory
+            m, opt = _model()
+            Trainer(m, opt, _loss, config=_cfg(3), out_dir=out / "rank-0", local=True).fit(_data())
+        dist.barrier()
+        m, opt = _model()
+        trainer = Trainer(m, opt, _loss, config=_cfg(), out_dir=out / f"rank-{info.rank}")
+        try:
+            trainer.fit(_data(), resume=True)
+        except CheckpointError as err:
+            result.update(error="checkpoint", message=str(err))
+    elif mode == "unshared":  # each rank's --out is its own directory under one name
+        import contextlib
+        import io
+
+        from paperzoo.cli import main
+
+        args = ["reproduce", "resnet", "--scale", "smoke", "--device", "cpu", "--quiet"]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = main([*args, "--out", str(out / f"rank-{info.rank}")])
+        result.update(code=code, stderr=err.getvalue())
+    elif mode == "exited":
+        from paperzoo.engine.distributed import RanksExited
+
+        if info.rank == 0:
+            try:
+                wait_for_all_ranks("the work", poll_s=0.1)
+            except RanksExited as err:
+                result.update(error="exited", ranks=err.ranks)
+    result["seconds"] = time.monotonic() - t0
+    (out / f"rank-{info.rank}.json").write_text(json.dumps(result))
+    return 0
+
+
+def _launch(mode: str, out: Path, **env: str) -> list[dict]:
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    cmd += [f"--nproc_per_node={WORLD}", __file__, mode, str(out)]
+    full_env = {k: v for k, v in os.environ.items() if k != INJECT_NAN_ENV}
+    full_env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=full_env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads((out / f"rank-{r}.json").read_text()) for r in range(WORLD)]
+
+
+def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path) -> None:
+    ranks = _launch("nan", tmp_path, **{INJECT_NAN_ENV: "1:3"})
+    assert [(r["error"], r["step"], r["elsewhere"]) for r in ranks] == [
+        ("nan", 3, True),
+        ("nan", 3, False),
+    ]
+    assert all(r["seconds"] < SHORT.total_seconds() for r in ranks)  # nobody waited it out
+
+
+def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> None:
+    ranks = _launch("stop", tmp_path)
+    assert [(r["error"], r["step"], r["signum"]) for r in ranks] == [
+        ("interrupted", 3, signal.SIGTERM),
+    ] * 2
+    assert [r["stop_checkpoint"] for r in ranks] == [3, 3]
+    for r in ranks:  # the resumed run continued at step 3 and ended where one run ends
+        assert r["resumed_history"] == [2, 4, 6]
+        assert r["resumed"] == r["uninterrupted"]
+
+
+def test_ranks_that_resume_differently_fail_together(tmp_path: Path) -> None:
+    ranks = _launch("resume", tmp_path)
+    assert [r.get("error") for r in ranks] == ["checkpoint", "checkpoint"]
+    assert all("one directory that every rank sees" in r["message"] for r in ranks)
+
+
+def test_an_out_directory_the_ranks_do_not_share_fails_in_one_line(tmp_path: Path) -> None:
+    ranks = _launch("unshared", tmp_path)
+    assert [r["code"] for r in ranks] == [2, 2]
+    for r in ranks:
+        lines = [ln for ln in r["stderr"].splitlines() if ln.startswith("paperzoo: error:")]
+        assert len(lines) == 1 and "is not one directory that every rank sees" in lines[0]
+    assert "rank 1 does not see rank 0's files" in ranks[1]["stderr"]
+    assert not (tmp_path / "rank-0" / "results.json").exists()
+
+
+def test_a_rank_that_exits_ends_the_wait(tmp_path: Path) -> None:
+    ranks = _launch("exited", tmp_path)
+    assert ranks[0]["error"] == "exited" and ranks[0]["ranks"] == [1]
+    assert ranks[0]["seconds"] < 60
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1], Path(sys.argv[2])))
