@@ -57,6 +57,7 @@ from paperzoo.optim.path_sgd_graph import (
     PARAM_LAYERS,
     PASS_THROUGH,
     Layer,
+    check_forward,
     check_is_chain,
     default_input_shape,
     leaf_chain,
@@ -273,7 +274,12 @@ class PathSGD(torch.optim.Optimizer):
             of the smallest normal float; only reached by units whose weights are all zero).
 
     The model must be a plain chain of Linear/Conv2d layers with ReLU, dropout, flatten and
-    pooling in between; anything else raises ``UnsupportedLayerError`` naming the layer.
+    pooling in between; anything else raises ``UnsupportedLayerError`` naming the layer, when
+    the optimizer is built: its layers are checked, its forward is read with ``torch.fx``
+    (functional activations such as ``F.relu``, residual connections and reused layers are
+    refused, naming the model and the operation) and, when the input shape is known then, run on
+    a random probe (otherwise at the first step). Parameters of another model, at construction
+    or through ``add_param_group``, raise ``ValueError``.
     """
 
     def __init__(
@@ -306,16 +312,13 @@ class PathSGD(torch.optim.Optimizer):
             raise ValueError(f"p must be positive, got {p}")
         if momentum < 0 or weight_decay < 0:
             raise ValueError("momentum and weight_decay must be non-negative")
-        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
         self._model = model
         self._chain = leaf_chain(model)
+        self._owners = {id(q) for c in self._chain for q in c.module.parameters(recurse=False)}
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
         self._p = float(p)
         self._eps = eps
-        owners = {id(q) for c in self._chain for q in c.module.parameters(recurse=False)}
-        for group in self.param_groups:
-            for q in group["params"]:
-                if id(q) not in owners:
-                    raise ValueError("PathSGD got a parameter that does not belong to the model")
+        check_forward(model, self._chain)
         self._input_shape: tuple[int, ...] | None = None
         self._verified = False
         # Reused row-block buffers of the MLP path (fresh block-sized allocations each step
@@ -325,8 +328,24 @@ class PathSGD(torch.optim.Optimizer):
         shape = tuple(input_shape) if input_shape is not None else default_input_shape(self._chain)
         if shape is not None:
             self._set_input_shape(shape)
+            self._ensure_ready()  # the probe now, so that an unsupported forward fails here
         else:
             self._hook = model.register_forward_pre_hook(self._record_input_shape)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """``torch.optim.Optimizer.add_param_group``, refusing parameters of another model."""
+        owners = getattr(self, "_owners", None)
+        if owners is not None and not isinstance(param_group["params"], set):
+            params = param_group["params"]
+            params = [params] if isinstance(params, Tensor) else list(params)
+            for q in params:
+                if id(q) not in owners:
+                    raise ValueError(
+                        f"PathSGD got a parameter of shape {tuple(q.shape)} that does not belong "
+                        f"to its model ({type(self._model).__name__}'s Linear/Conv2d layers)"
+                    )
+            param_group = {**param_group, "params": params}
+        super().add_param_group(param_group)
 
     # -- structure ----------------------------------------------------------------------------
     def _set_input_shape(self, shape: Sequence[int]) -> None:

@@ -3,9 +3,11 @@ dropout, flatten and pooling in between (``paperzoo.optim.path_sgd``).
 
 ``leaf_chain`` lists a model's leaf modules in registration order and rejects what Path-SGD
 cannot handle (normalisation, non-ReLU activations, parameters outside Linear / Conv2d) with an
-``UnsupportedLayerError`` naming the layer; ``check_is_chain`` checks once, on a random probe,
-that applying those leaves in order computes the model's forward (no residuals, functional
-activations or reused layers); ``linear_chain`` recognises the MLPs that take Path-SGD's fast
+``UnsupportedLayerError`` naming the layer; ``check_forward`` reads the model's forward with
+``torch.fx`` when the optimizer is built and refuses functional operations (``F.relu``, a
+residual ``+``, ...), reused or skipped layers, naming the model and the operation;
+``check_is_chain`` checks once, on a random probe, that applying those leaves in order computes
+the model's forward (for a forward ``torch.fx`` cannot trace, the only check); ``linear_chain`` recognises the MLPs that take Path-SGD's fast
 path; ``weighted_layers`` and ``unit_count`` serve the node-wise rescaling.
 """
 
@@ -119,6 +121,54 @@ def leaf_chain(model: nn.Module) -> list[Layer]:
     return leaves
 
 
+def _op_name(target: object) -> str:
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", None) or str(target)
+    return f"{module}.{name}" if module else name
+
+
+def check_forward(model: nn.Module, chain: Sequence[Layer]) -> bool:
+    """Refuse a forward that is not the plain chain of ``chain``'s layers, read with torch.fx.
+
+    Raises ``UnsupportedLayerError`` naming the model and the first functional operation
+    (``F.relu``, ``torch.tanh``, a residual ``+``) or the layer called out of order, twice or
+    not at all. Returns False when the forward cannot be traced (data-dependent control flow):
+    the probe of ``check_is_chain`` then decides at the first step.
+    """
+    try:
+        graph = torch.fx.symbolic_trace(model).graph
+    except Exception:  # noqa: BLE001 (any tracing failure: fall back to the probe)
+        return False
+    owner = type(model).__name__
+    called: list[str] = []
+    for node in graph.nodes:
+        if node.op == "call_module":
+            called.append(str(node.target))
+        elif node.op in ("call_function", "call_method"):
+            # Path-SGD replays the layers in order: any operation between them (an activation,
+            # a residual +, even a reshape) would be lost.
+            what = _op_name(node.target) if node.op == "call_function" else f".{node.target}()"
+            after = f" (after layer '{called[-1]}')" if called else ""
+            raise UnsupportedLayerError(
+                f"Path-SGD: {owner}.forward calls {what}{after}; only a plain chain of modules "
+                "is supported: use nn.ReLU / nn.Flatten modules instead of functional calls or "
+                "tensor methods, and no residual connections"
+            )
+    expected = [c.name for c in chain]
+    if called != expected:
+        reused = sorted({n for n in called if called.count(n) > 1})
+        missing = [n for n in expected if n not in called]
+        detail = (
+            f"layer(s) {reused} are called more than once"
+            if reused
+            else f"layer(s) {missing} are never called"
+            if missing
+            else f"the layers run in the order {called}, not as registered {expected}"
+        )
+        raise UnsupportedLayerError(f"Path-SGD: {owner}.forward is not a plain chain: {detail}")
+    return True
+
+
 def _run_chain(chain: Sequence[Layer], x: Tensor) -> Tensor:
     for layer in chain:
         x = layer.module(x)
@@ -189,4 +239,11 @@ def unit_count(m: nn.Module) -> int:
     return m.out_features if isinstance(m, nn.Linear) else m.out_channels  # type: ignore[return-value]
 
 
-__all__ = ["Layer", "UnsupportedLayerError", "check_is_chain", "leaf_chain", "linear_chain"]
+__all__ = [
+    "Layer",
+    "UnsupportedLayerError",
+    "check_forward",
+    "check_is_chain",
+    "leaf_chain",
+    "linear_chain",
+]
