@@ -114,6 +114,95 @@ class Quantized(GroundTruthData):
         return self.data.sample_observations_from_factors(self.to_original(factors), rng)
 
 
+class ArrayGroundTruthData(GroundTruthData):
+    """Ground-truth data from a user's own arrays: observations and the factors of each.
+
+    Each factor's distinct values (any integers, e.g. 0, 2, 5) become its values 0..K-1 in the
+    order of their size (``factor_values[i]`` lists them), so ``factor_sizes`` counts them.
+    The interventional metrics (BetaVAE, FactorVAE) fix one factor and draw the others
+    uniformly, so every combination of factor values must have at least one observation: the
+    constructor refuses arrays that miss one, naming an absent combination. Where a combination
+    has several observations, ``sample_observations_from_factors`` draws one of them uniformly
+    with ``rng`` (with exactly one each, ``rng`` is not used).
+
+    Args:
+        observations: (N, ...) array or tensor (images (N, C, H, W) for the VAEs here); returned
+            as float32 tensors, not rescaled.
+        factors: (N, F) integer factor values of each observation.
+        factor_names: optional names of the F factors.
+        name: the data set's name in messages.
+
+    Shapes:
+        observations (N, ...), factors (N, F) -> sample_observations_from_factors: (n, F) -> (n, ...)
+    """
+
+    def __init__(
+        self,
+        observations: np.ndarray | Tensor,
+        factors: np.ndarray | Tensor,
+        *,
+        factor_names: Sequence[str] | None = None,
+        name: str = "arrays",
+    ) -> None:
+        obs = torch.as_tensor(observations).detach().cpu().to(torch.float32)
+        f = factors.detach().cpu().numpy() if isinstance(factors, Tensor) else np.asarray(factors)
+        self.name = name
+        self.source = "arrays"
+        if f.ndim != 2 or len(f) != len(obs) or len(obs) == 0:
+            raise ValueError(
+                f"{name}: observations (N, ...) and factors (N, F) must share N >= 1, got "
+                f"{tuple(obs.shape)} and {f.shape}"
+            )
+        if not np.issubdtype(f.dtype, np.integer):
+            if not np.array_equal(f, np.round(f)):
+                raise ValueError(f"{name}: factors must be integer values (discrete factors)")
+            f = f.astype(np.int64)
+        values, codes = [], np.empty(f.shape, dtype=np.int64)
+        for i in range(f.shape[1]):
+            uniq, inv = np.unique(f[:, i], return_inverse=True)
+            values.append(tuple(int(v) for v in uniq))
+            codes[:, i] = inv.reshape(-1)
+        self.factor_values: tuple[tuple[int, ...], ...] = tuple(values)
+        self.factor_sizes = tuple(len(v) for v in values)
+        self.factor_names = (
+            tuple(factor_names)
+            if factor_names is not None
+            else tuple(f"factor_{i}" for i in range(f.shape[1]))
+        )
+        if len(self.factor_names) != f.shape[1]:
+            raise ValueError(f"{name}: {len(self.factor_names)} names for {f.shape[1]} factors")
+        self.observation_shape = tuple(obs.shape[1:])  # type: ignore[assignment]
+        cells = np.ravel_multi_index(codes.T, self.factor_sizes)  # (N,)
+        total = int(np.prod(self.factor_sizes))
+        counts = np.bincount(cells, minlength=total)
+        if (counts == 0).any():
+            missing = int((counts == 0).sum())
+            first = np.unravel_index(int(np.argmin(counts)), self.factor_sizes)
+            example = tuple(values[i][int(k)] for i, k in enumerate(first))
+            raise ValueError(
+                f"{name}: {missing} of {total} factor combinations have no observation (e.g. "
+                f"factors {example}); BetaVAE and FactorVAE fix one factor and draw the others "
+                "freely, so every combination of the factor values must be present"
+            )
+        order = np.argsort(cells, kind="stable")
+        self._rows = order  # rows sorted by combination
+        self._start = np.concatenate([[0], np.cumsum(counts)[:-1]])  # first row per combination
+        self._count = counts
+        self._observations = obs
+
+    def sample_observations_from_factors(
+        self, factors: np.ndarray, rng: np.random.Generator
+    ) -> Tensor:
+        f = self.check_factors(factors)
+        cells = np.ravel_multi_index(f.T, self.factor_sizes) if len(f) else np.zeros(0, np.int64)
+        count = self._count[cells]
+        pick = np.zeros(len(cells), dtype=np.int64)
+        if (count > 1).any():
+            pick = (rng.random(len(cells)) * count).astype(np.int64)
+        rows = self._rows[self._start[cells] + pick]
+        return self._observations[torch.from_numpy(rows)]
+
+
 # -- representations --------------------------------------------------------------------------------
 
 RepresentationFn = Callable[[Tensor], "np.ndarray | Tensor"]

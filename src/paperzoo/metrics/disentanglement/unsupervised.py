@@ -42,6 +42,7 @@ from torch import Tensor
 
 from paperzoo.data.ground_truth import as_numpy_codes
 from paperzoo.metrics.disentanglement.utils import (
+    check_codes,
     check_finite,
     discrete_mutual_info,
     histogram_discretize,
@@ -120,6 +121,7 @@ def unsupervised(codes: np.ndarray | Tensor, *, num_bins: int = 20) -> Unsupervi
     n, d = c.shape
     if n < 2:
         raise ValueError(f"the unsupervised scores need at least two codes, got {n}")
+    c = check_codes(c)  # refuses (D, N) codes passed transposed
     if d < 2:
         raise ValueError(f"the unsupervised scores need at least two latent dimensions, got {d}")
     if num_bins < 1:

@@ -15,11 +15,28 @@ from paperzoo.data.ground_truth import GroundTruthData, RepresentationFn, as_num
 _EPS = np.finfo(np.float64).eps
 
 
+def check_codes(codes: np.ndarray | Tensor) -> np.ndarray:
+    """Codes as float64 (N, D), refusing fewer samples than latents (N < D).
+
+    Codes are samples first; disentanglement_lib's are (D, N), and a transposed array would
+    otherwise be scored as a few samples of thousands of latents.
+    """
+    c = as_numpy_codes(codes)
+    n, d = c.shape
+    if n < d:
+        raise ValueError(
+            f"codes have shape {c.shape}: {n} samples of {d} latents; the metrics take codes as "
+            "(N, D) with samples first and need more samples than latents (transposed, as "
+            "disentanglement_lib's (D, N)? pass codes.T)"
+        )
+    return c
+
+
 def check_codes_factors(
     codes: np.ndarray | Tensor, factors: np.ndarray | Tensor
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Validate and convert: codes -> float64 (N, D), factors -> int64 (N, F)."""
-    c = as_numpy_codes(codes)
+    """Validate and convert: codes -> float64 (N, D), factors -> int64 (N, F); N >= D."""
+    c = check_codes(codes)
     f = factors.detach().cpu().numpy() if isinstance(factors, Tensor) else np.asarray(factors)
     if f.ndim == 1:
         f = f[:, None]
