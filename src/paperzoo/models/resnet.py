@@ -34,8 +34,9 @@ Deviations from the paper:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Literal
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -413,6 +414,70 @@ class ResNet(nn.Module):
         """Logits from the output ``h`` of the stem's convolution (``stem[0]``): the rest of
         ``forward``, for callers that compute that convolution themselves."""
         return self.fc(self.pool(self.stages(self.stem[1:](h))).flatten(1))
+
+
+# -- torchvision weights ------------------------------------------------------------------------
+
+_TV_BLOCK = re.compile(r"layer([1-4])\.(\d+)\.(.+)")
+
+
+def torchvision_key(key: str) -> str:
+    """Our parameter name for a torchvision ResNet state-dict key.
+
+    ``conv1`` / ``bn1`` -> ``stem.0`` / ``stem.1``; ``layerI.J.X`` -> ``stages.(I-1).J.X`` with a
+    block's ``downsample.0`` / ``downsample.1`` -> ``shortcut.0`` / ``shortcut.1``; ``fc``
+    unchanged. A ``module.`` prefix (DataParallel) is dropped.
+    """
+    key = key.removeprefix("module.")
+    head, _, rest = key.partition(".")
+    if head == "conv1":
+        return f"stem.0.{rest}"
+    if head == "bn1":
+        return f"stem.1.{rest}"
+    m = _TV_BLOCK.fullmatch(key)
+    if m:
+        stage, block, rest = int(m.group(1)) - 1, m.group(2), m.group(3)
+        rest = re.sub(r"^downsample\.", "shortcut.", rest)
+        return f"stages.{stage}.{block}.{rest}"
+    return key
+
+
+def load_torchvision_state_dict(
+    model: ResNet, state_dict: Mapping[str, Tensor], *, strict: bool = True
+) -> Any:
+    """Load a torchvision ResNet's weights (``torchvision.models.resnet50().state_dict()``
+    layout) into ``model``, mapping the names with ``torchvision_key``.
+
+    ``model`` must have torchvision's architecture: ``ResNet`` with the ImageNet stem, shortcut
+    option "B" (projections only where the shape changes: torchvision's ``downsample``) and the
+    stride on the 3x3 convolution (``stride_in_1x1=False``, torchvision's "v1.5"), e.g.
+    ``create_model("resnet50")``; the block counts and ``num_classes`` must match the weights.
+    A key that maps to no parameter of ``model``, or a parameter left without a key, is refused
+    (``strict=True``, as ``nn.Module.load_state_dict``) naming both spellings. Returns
+    ``load_state_dict``'s result.
+    """
+    if not isinstance(model, ResNet):
+        raise TypeError(
+            f"torchvision's ResNet layout fits paperzoo's ResNet, not {type(model).__name__}"
+        )
+    conv = model.stem[0]
+    if not isinstance(conv, nn.Conv2d) or conv.kernel_size != (7, 7):
+        raise ValueError("torchvision's ResNets have the ImageNet stem: build with stem='imagenet'")
+    mapped = {torchvision_key(k): v for k, v in state_dict.items()}
+    ours = model.state_dict()
+    if strict:
+        unknown = [k for k in state_dict if torchvision_key(k) not in ours]
+        missing = [k for k in ours if k not in mapped]
+        if unknown or missing:
+            raise ValueError(
+                "torchvision state dict does not fit this ResNet: "
+                + (f"keys without a parameter here {[(k, torchvision_key(k)) for k in unknown[:5]]}"
+                   if unknown else "")
+                + ("; " if unknown and missing else "")
+                + (f"parameters without a key {missing[:5]}" if missing else "")
+                + " (shortcut option 'B' and the block counts of the weights are needed)"
+            )  # fmt: skip
+    return model.load_state_dict(mapped, strict=strict)
 
 
 # -- registered variants -----------------------------------------------------------------------
