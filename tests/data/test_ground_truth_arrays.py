@@ -74,3 +74,17 @@ def test_beta_vae_and_factor_vae_scores_run_on_arrays() -> None:
         return torch.from_numpy(rng.normal(size=(len(o), 3)))
 
     assert beta_vae_score(data, noise, np.random.default_rng(2), **kw) < 0.9
+
+
+def test_registered_ground_truth_sets_load_without_importing_the_loaders_first() -> None:
+    """The registry imports the data modules on its first look-up (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from paperzoo.data.ground_truth import GROUND_TRUTH, load_ground_truth\n"
+        "assert 'dsprites' in GROUND_TRUTH.names()\n"
+        "print(load_ground_truth('abstract-dsprites').num_factors)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "6"

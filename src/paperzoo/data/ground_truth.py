@@ -254,7 +254,17 @@ def sample_codes(
 
 # -- registry ---------------------------------------------------------------------------------------
 
-GROUND_TRUTH: Registry[GroundTruthData] = Registry("ground-truth data set")
+
+def _import_sources() -> None:
+    """Import the data modules: the ground-truth sources register themselves on import."""
+    from paperzoo.data.base import DATASETS
+
+    DATASETS.names()  # imports every module of paperzoo.data once
+
+
+GROUND_TRUTH: Registry[GroundTruthData] = Registry(
+    "ground-truth data set", populate=_import_sources
+)
 
 
 def load_ground_truth(
@@ -272,8 +282,6 @@ def load_ground_truth(
         download: fetch missing files (only where a verified checksum is known).
         image_size: side of the rendered square images (64 in the papers).
     """
-    import paperzoo.data  # noqa: F401  (registers every source)
-
     root = Path(data_root).expanduser() if data_root is not None else None
     return GROUND_TRUTH.create(name, data_root=root, download=download, image_size=image_size)
 
