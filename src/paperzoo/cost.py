@@ -35,7 +35,7 @@ that launch more than one kernel, and the time when neither bound holds alone. T
 alone (``flop_gpu_hours``) is the earlier price, kept beside it.
 
 Counting takes minutes (both counters dispatch every operation through Python: DRAW's 64
-glimpses alone take about a minute), so ``paperzoo list --json`` reads the counts from
+glimpses alone take tens of seconds), so ``paperzoo list --json`` reads the counts from
 ``full_costs.json`` next to this module, written by ``tools/count_costs.py``; each entry holds a
 digest of the config and plan it was counted from (``config_digest``), and the test suite
 checks that every digest is current and that a recount of small papers gives the stored numbers.

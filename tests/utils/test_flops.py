@@ -96,3 +96,90 @@ def test_kernel_counter_counts_the_operations_that_launch_a_kernel():
         x.view(20).expand(2, 20).t().detach()
         torch.empty(3)
     assert counter.total == 0
+
+
+def test_an_lstm_cell_counts_as_cudas_fused_cell():
+    """On CUDA nn.LSTMCell is two matrix products and one fused gate kernel forward
+    (_thnn_fused_lstm_cell), one fused kernel and the weights' two matrix products backward;
+    the CPU's dozen element-wise gate operations are not counted. Its outputs and FLOP are
+    nn.LSTMCell's own."""
+    from paperzoo.utils.flops import KernelCounter, count_flop
+
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(8, 16)
+    x, state = torch.randn(4, 8), (torch.randn(4, 16), torch.randn(4, 16))
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        hy, cy = cell(x, state)
+        (hy.sum() + cy.sum()).backward()
+        return hy, cy
+
+    expected = cell(x, state)
+    with KernelCounter() as counter:
+        hy, cy = run()
+    assert torch.allclose(hy, expected[0]) and torch.allclose(cy, expected[1])
+    assert dict(counter.ops) == {
+        "aten.mm.default": 4,  # forward: input and hidden gates; backward: both weights
+        "aten._thnn_fused_lstm_cell.default": 1,
+        "aten._thnn_fused_lstm_cell_backward_impl.default": 1,
+        "aten.copy_.default": 1,  # the one bias gradient accumulated into the second bias
+        "aten.sum.default": 2,  # the loss
+        "aten.add.Tensor": 1,
+        "aten.ones_like.default": 1,
+    }
+    flop = count_flop(run)
+    with KernelCounter():
+        assert count_flop(run) == flop == 2 * 4 * (8 + 16) * 64 * 2
+
+
+def test_attention_counts_as_one_fused_kernel_each_way():
+    """scaled_dot_product_attention runs as one fused kernel forward and one backward on CUDA;
+    the meta device decomposes it into matrix products and a softmax, whose FLOP are still
+    counted (the same as without the counter), and its result and gradients are the
+    function's own."""
+    import torch.nn.functional as F
+
+    from paperzoo.utils.flops import KernelCounter, count_flop, count_work
+
+    class Attend(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q, k, v = self.qkv(x).chunk(3, -1)  # (B, N, 8) each
+            return F.scaled_dot_product_attention(q, k, v)
+
+    net = Attend()
+    x = torch.randn(2, 5, 8)
+    expected = net(x)
+    grad = torch.autograd.grad(expected.sum(), net.qkv.weight)[0]
+    with KernelCounter() as counter:
+        out = net(x)
+        assert torch.allclose(torch.autograd.grad(out.sum(), net.qkv.weight)[0], grad)
+    assert torch.allclose(out, expected)
+    assert counter.ops["aten._scaled_dot_product_fused_attention"] == 1
+    assert counter.ops["aten._scaled_dot_product_fused_attention_backward"] == 1
+
+    with torch.device("meta"):
+        meta_net, meta_x = Attend(), torch.zeros(2, 5, 8)
+
+    def run() -> None:
+        meta_net.zero_grad(set_to_none=True)
+        meta_net(meta_x).sum().backward()
+
+    with KernelCounter() as counter:
+        run()
+    assert dict(counter.ops) == {
+        "aten.addmm.default": 1,  # q, k, v
+        "aten._scaled_dot_product_fused_attention": 1,
+        "aten.sum.default": 1,
+        "aten.ones_like.default": 1,
+        "aten._scaled_dot_product_fused_attention_backward": 1,
+        "aten.cat.default": 1,  # the chunks' gradients
+        "aten.mm.default": 1,  # the weight gradient
+        "aten.sum.dim_IntList": 1,  # the bias gradient
+    }
+    flop = count_flop(run)  # without the kernel counter: the decomposed attention's products
+    assert flop > 2 * 2 * 5 * 8 * 24 * 2
+    assert count_work(run) == (flop, 8)

@@ -19,7 +19,11 @@ that launch no kernel on a GPU (views and aliases, which only make new tensor me
 allocations without a fill). Each counted operation stands for at least one CUDA kernel launch
 on a GPU (a few launch more: a reduction in two passes, cuBLAS's split-K); the count does not
 depend on the batch and is the same on the meta device as on the CPU for the operations these
-models use.
+models use. Where CUDA runs an operation another way than the CPU, the count follows CUDA: an
+LSTM cell (``nn.LSTMCell``) is two matrix products and one fused kernel forward, one fused
+kernel backward (``_thnn_fused_lstm_cell``), not the dozen element-wise gate operations the CPU
+dispatches; ``scaled_dot_product_attention`` is one fused attention kernel forward and one
+backward, not the matrix products and softmax the meta device decomposes it into.
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from math import prod
 from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -180,20 +186,127 @@ class KernelCounter(TorchDispatchMode):
     """Counts the ATen operations dispatched inside it that launch a GPU kernel
     (``launches_kernel``), by name (``ops``, e.g. ``{"aten.addmm.default": 1}``) and in all
     (``total``). Operations are seen below autograd, after composite operations are decomposed,
-    so the backward pass's operations are counted too; an operation's own internals are not."""
+    so the backward pass's operations are counted too; an operation's own internals are not.
+    LSTM cells are counted as CUDA runs them (the module doc)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: Counter[str] = Counter()
+        self._paused = 0
+        self._cells = _CudaCells(self)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        if launches_kernel(func):
+        if not self._paused and launches_kernel(func):
             self.ops[str(func)] += 1
         return func(*args, **(kwargs or {}))
+
+    def __enter__(self) -> KernelCounter:
+        self._cells.__enter__()
+        return super().__enter__()  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            super().__exit__(*exc)
+        finally:
+            self._cells.__exit__(*exc)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Operations inside are not counted."""
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
 
     @property
     def total(self) -> int:
         return sum(self.ops.values())
+
+
+class _CudaCells(TorchFunctionMode):
+    """Runs ``torch.lstm_cell`` (``nn.LSTMCell``) the way CUDA does: the gates of the input and
+    of the hidden state as two matrix products without bias, then ``_FusedLSTMCell``; and
+    ``scaled_dot_product_attention`` as ``_FusedAttention``."""
+
+    def __init__(self, counter: KernelCounter) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", None)
+        if name == "scaled_dot_product_attention" and len(args) == 3:
+            return _FusedAttention.apply(self.counter, func, kwargs, *args)
+        if name != "lstm_cell" or kwargs or len(args) != 6:
+            return func(*args, **kwargs)
+        x, (hx, cx), w_ih, w_hh, b_ih, b_hh = args
+        igates = torch.mm(x, w_ih.t())  # (B, 4H)
+        hgates = torch.mm(hx, w_hh.t())  # (B, 4H)
+        return _FusedLSTMCell.apply(self.counter, igates, hgates, cx, b_ih, b_hh)
+
+
+class _FusedLSTMCell(torch.autograd.Function):
+    """CUDA's ``_thnn_fused_lstm_cell`` as ``KernelCounter`` sees it: one operation forward
+    (the gates' element-wise arithmetic, computed here uncounted), one backward
+    (``_thnn_fused_lstm_cell_backward_impl``; its gradients, only counted, are zeros)."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, counter: KernelCounter, igates: Tensor, hgates: Tensor, cx: Tensor,
+        b_ih: Tensor | None, b_hh: Tensor | None,
+    ) -> tuple[Tensor, Tensor]:  # fmt: skip
+        with counter.paused():
+            gates = igates + hgates
+            if b_ih is not None and b_hh is not None:
+                gates = gates + b_ih + b_hh
+            i, f, g, o = gates.chunk(4, 1)  # (B, H) each
+            cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+            hy = torch.sigmoid(o) * torch.tanh(cy)
+        counter.ops["aten._thnn_fused_lstm_cell.default"] += 1
+        ctx.counter, ctx.bias = counter, b_ih is not None and b_hh is not None
+        ctx.save_for_backward(igates, cx)
+        return hy, cy
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> tuple[Tensor | None, ...]:
+        counter: KernelCounter = ctx.counter
+        igates, cx = ctx.saved_tensors
+        with counter.paused():
+            g_gates, g_cx = torch.zeros_like(igates), torch.zeros_like(cx)
+            g_bias = g_gates.sum(0) if ctx.bias else None
+        counter.ops["aten._thnn_fused_lstm_cell_backward_impl.default"] += 1
+        return None, g_gates, g_gates, g_cx, g_bias, g_bias
+
+
+class _FusedAttention(torch.autograd.Function):
+    """CUDA's fused attention (flash or memory-efficient) as ``KernelCounter`` sees it: one
+    operation forward and one backward. The attention is computed as the device computes it
+    (on the meta device: matrix products and a softmax, whose FLOP the FLOP counter sees),
+    uncounted by ``KernelCounter``."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, counter: KernelCounter, fn: Callable[..., Tensor], kwargs: dict[str, Any],
+        *qkv: Tensor,
+    ) -> Tensor:  # fmt: skip
+        needs = ctx.needs_input_grad[3:]
+        with torch.enable_grad(), counter.paused():
+            inputs = [t.detach().requires_grad_(n) for t, n in zip(qkv, needs, strict=True)]
+            out = fn(*inputs, **kwargs)
+        counter.ops["aten._scaled_dot_product_fused_attention"] += 1
+        ctx.counter, ctx.graph = counter, (inputs, out)
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        counter: KernelCounter = ctx.counter
+        inputs, out = ctx.graph
+        need = [t for t in inputs if t.requires_grad]
+        with counter.paused():
+            found = iter(torch.autograd.grad(out, need, grad))
+        counter.ops["aten._scaled_dot_product_fused_attention_backward"] += 1
+        return None, None, None, *(next(found) if t.requires_grad else None for t in inputs)
 
 
 def count_work(fn: Callable[[], object]) -> tuple[int, int]:

@@ -576,13 +576,19 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
             p = int(pos.shape[1])  # type: ignore[union-attr]
             convnet = MODELS.create(cfg.resnet, in_chans=3 + p, num_classes=1000)
             net = ConvNetWithPositions(convnet, torch.zeros(p, s, s), None)
-        f = step(net, (cfg.micro_batch, 3, s, s)) * cfg.batch_size / cfg.micro_batch
+        # trained in chunks (their kernels add up): the Perceiver's micro-batches, the ResNet's
+        # batch-norm batches
+        chunk = cfg.micro_batch if name.startswith("perceiver") else cfg.resnet_bn_batch
+        chunk = chunk or cfg.batch_size
+        f = step(net, (chunk, 3, s, s)) * cfg.batch_size / chunk
         pieces.append(Piece(f"{name} training", f, steps))
         per = forward(net, (cfg.micro_batch, 3, s, s)) / cfg.micro_batch
         pieces.append(Piece(f"{name} evaluation", per, 50_000))
     return pieces, (
-        f"ImageNet at {s} px, batch {cfg.batch_size} (counted on micro-batches of "
-        f"{cfg.micro_batch}, scaled); evaluation: the 50,000 validation images once per model "
+        f"ImageNet at {s} px, batch {cfg.batch_size} (counted on the chunks each model trains "
+        f"in, scaled: the Perceiver's micro-batches of {cfg.micro_batch}, the ResNets' "
+        f"batch-norm batches of {cfg.resnet_bn_batch or cfg.batch_size}); evaluation: the "
+        "50,000 validation images once per model "
         "(the permuted check reuses the raster Perceiver); JPEG decoding and augmentation run "
         "on the CPU and are not counted"
     )
