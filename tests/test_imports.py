@@ -26,7 +26,7 @@ REQUIRED = {
     ],
     "paperzoo.models": [
         "CifarResNet", "ResNet", "GatedGraphNet", "GatedGraphSequenceNet", "DRAW", "Perceiver",
-        "VAE", "WReN", "CoordConvPainter", "create_model",
+        "VAE", "WReN", "CoordConvPainter", "create_model", "load_torchvision_state_dict",
     ],
     "paperzoo.optim": ["PathSGD", "Lamb"],
     "paperzoo.adversarial": [
@@ -36,7 +36,7 @@ REQUIRED = {
     ],
     "paperzoo.metrics.disentanglement": [
         "mig", "dci", "sap", "modularity", "irs", "unsupervised", "beta_vae_score",
-        "factor_vae_score",
+        "factor_vae_score", "ArrayGroundTruthData",
     ],
 }  # fmt: skip
 

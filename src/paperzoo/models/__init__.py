@@ -2,7 +2,8 @@
 model in ``MODELS`` (``create_model("resnet20")``, ``list_models()``).
 
 * ResNet (He et al., 2015): ``CifarResNet`` (the CIFAR-10 family, 20-1202 layers) and ``ResNet``
-  (the ImageNet family, 18-152 layers), with plain (shortcut-free) variants.
+  (the ImageNet family, 18-152 layers), with plain (shortcut-free) variants;
+  ``load_torchvision_state_dict`` loads torchvision's ResNet weights into ``ResNet``.
 * Gated graph neural networks (Li et al., 2016): ``GatedGraphNet``, ``GatedGraphSequenceNet``.
 * DRAW (Gregor et al., 2015): ``DRAW`` with ``DRAWConfig``.
 * Perceiver (Jaegle et al., 2021): ``Perceiver`` with ``PerceiverConfig``.
@@ -23,7 +24,7 @@ from paperzoo.models.draw import DRAW, DRAWConfig, DRAWOutput
 from paperzoo.models.ggnn import GatedGraphNet, GatedGraphSequenceNet
 from paperzoo.models.perceiver import Perceiver, PerceiverConfig
 from paperzoo.models.registry import MODELS, create_model, list_models
-from paperzoo.models.resnet import CifarResNet, ResNet
+from paperzoo.models.resnet import CifarResNet, ResNet, load_torchvision_state_dict
 from paperzoo.models.vae import VAE, VAEConfig, VAEOutput
 from paperzoo.models.wren import WReN
 from paperzoo.utils.modules import import_submodules
@@ -51,4 +52,5 @@ __all__ = [
     "WReN",
     "create_model",
     "list_models",
+    "load_torchvision_state_dict",
 ]

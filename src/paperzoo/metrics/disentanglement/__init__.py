@@ -3,9 +3,11 @@
 Pure functions of codes and factors (``mig``, ``modularity``, ``dci``, ``sap``, ``irs``), of codes
 alone (``unsupervised``: disentanglement_lib's four unsupervised scores) and of a
 ground-truth data set, a representation and a ``numpy.random.Generator`` where the metric
-intervenes on factors (``beta_vae_score``, ``factor_vae_score``).
+intervenes on factors (``beta_vae_score``, ``factor_vae_score``): ``ArrayGroundTruthData`` makes
+one from a user's own (observations, factors) arrays, ``GroundTruthData`` is the interface.
 """
 
+from paperzoo.data.ground_truth import ArrayGroundTruthData, GroundTruthData
 from paperzoo.metrics.disentanglement.beta_vae import beta_vae_score
 from paperzoo.metrics.disentanglement.dci import DCIScores, dci
 from paperzoo.metrics.disentanglement.factor_vae import factor_vae_score
@@ -26,7 +28,9 @@ from paperzoo.metrics.disentanglement.utils import (
 )
 
 __all__ = [
+    "ArrayGroundTruthData",
     "DCIScores",
+    "GroundTruthData",
     "IRSScores",
     "UnsupervisedScores",
     "beta_vae_score",
