@@ -15,17 +15,19 @@ from paperzoo.nn.graph import GatedGraphPropagation, StackedGatedPropagation, gr
 EDGES = torch.tensor([[0, 1, 2, 3, 1], [1, 2, 0, 0, 3]])
 
 
-def _prop(k: int, tie: bool = False) -> GatedGraphPropagation:
+def _prop(k: int, tie: bool = False, state_dim: int = 4) -> GatedGraphPropagation:
     with seeded(0):
         return GatedGraphPropagation(
-            state_dim=4, annotation_dim=2, num_edge_types=k, num_steps=3, tie_directions=tie
-        ).double()
+            state_dim=state_dim, annotation_dim=2, num_edge_types=k, num_steps=2,
+            tie_directions=tie,
+        ).double()  # fmt: skip
 
 
 @pytest.mark.parametrize(("k", "tie"), [(1, False), (3, False), (2, True)])
 def test_gradcheck_and_gradgradcheck_through_inputs_and_weights(k: int, tie: bool) -> None:
     """Both layouts (sums first: k=1; messages first: k=3, tied) in float64."""
-    m = _prop(k, tie)
+    m = _prop(k, tie, state_dim=3)
+    assert m.transform_first == (k > 1)  # both orders of the message weights are covered
     et = torch.tensor([0, k - 1, 0, k - 1, 0])
     names = [n for n, _ in m.named_parameters()]
     params = tuple(p.detach().clone().requires_grad_() for p in m.parameters())
