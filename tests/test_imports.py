@@ -4,13 +4,14 @@ building blocks needs none of the reproduction tooling (the ``paperzoo[repro]`` 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from paperzoo.cli import REPRO_MODULES
 from paperzoo.registry import Registry
@@ -96,17 +97,23 @@ def test_library_imports_without_the_repro_extra(module: str) -> None:
     assert not [m for m in loaded if m.startswith("paperzoo.experiments")]
 
 
+def _requirements(extra: str | None) -> set[str]:
+    """The names of the installed distribution's requirements: the core ones, or one extra's."""
+    names = set()
+    for req in importlib.metadata.requires("paperzoo") or []:
+        spec, _, marker = req.partition(";")
+        if (f'extra == "{extra}"' in marker) if extra else not marker.strip():
+            names.add(re.split(r"[<>=!~\[ ]", spec.strip(), maxsplit=1)[0].lower())
+    return names
+
+
 def test_repro_extra_lists_what_the_cli_names() -> None:
-    """The CLI's list of reproduction modules is the ``repro`` extra of pyproject.toml."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extra = {
-        r.split(">")[0].split("=")[0].strip().lower()
-        for r in project["optional-dependencies"]["repro"]
-    }
-    modules = {"pil" if m == "PIL" else m.lower() for m in REPRO_MODULES}
-    assert extra == modules - {"pil"} | {"pillow"}
-    for dep in project["dependencies"]:
-        assert dep.split(">")[0].lower() not in extra
+    """The CLI's list of reproduction modules is the ``repro`` extra (PIL is pillow's module),
+    and no core requirement is one of them."""
+    repro = _requirements("repro")
+    assert repro == {"pillow" if m == "PIL" else m.lower() for m in REPRO_MODULES}
+    assert not repro & _requirements(None)
+    assert {"torch", "numpy", "einops", "scikit-learn"} <= _requirements(None)
 
 
 def test_cli_without_the_extra_says_how_to_install_it() -> None:
@@ -172,9 +179,9 @@ def test_package_declares_its_version_once_and_ships_py_typed() -> None:
     import paperzoo
 
     text = (ROOT / "pyproject.toml").read_text()
-    project = tomllib.loads(text)["project"]
-    assert "version" not in project and project["dynamic"] == ["version"]
-    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
-    assert paperzoo.__version__.count(".") == 2
-    assert (ROOT / "src" / "paperzoo" / "py.typed").exists()
-    assert '"py.typed"' in text
+    project = text[text.index("[project]") : text.index("\n[", text.index("[project]"))]
+    assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.M)
+    assert importlib.metadata.version("paperzoo") == paperzoo.__version__
+    assert importlib.metadata.metadata("paperzoo")["License-Expression"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert (ROOT / "src" / "paperzoo" / "py.typed").exists() and '"py.typed"' in text
