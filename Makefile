@@ -1,6 +1,7 @@
 # One-command set-up on a fresh machine with python3 and pip:
 #   make reproduce            # venv + deps + `paperzoo reproduce coordconv` (quick scale)
 #   make test                 # venv + deps + lint + the test suite
+#   make docs                 # the API reference from the docstrings, into build/api/
 # torch is installed first, pinned, so that no multi-GB CUDA build is pulled on CPU machines.
 PY ?= python3
 TORCH_VERSION ?= 2.13.0
@@ -10,7 +11,7 @@ PAPER ?= coordconv
 SCALE ?= quick
 ARGS ?=
 
-.PHONY: install reproduce test lint bench clean summary screenshot gpu-check
+.PHONY: install reproduce test lint docs bench clean summary screenshot gpu-check
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,6 +31,23 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest -q $(ARGS)
+
+$(BIN)/.docs: $(BIN)/.installed
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $@
+
+# The API reference: one HTML page per module of the library (build/api/paperzoo/nn.html, ...),
+# from the docstrings; the reproductions (paperzoo.experiments, the CLI, reports) are left out.
+API_MODULES := paperzoo paperzoo.nn paperzoo.models paperzoo.optim paperzoo.adversarial \
+	paperzoo.adversarial.attacks paperzoo.adversarial.defenses paperzoo.metrics \
+	paperzoo.metrics.disentanglement paperzoo.data paperzoo.data.ground_truth paperzoo.engine \
+	paperzoo.registry paperzoo.utils
+docs: $(BIN)/.docs
+	rm -rf build/api
+	$(BIN)/pdoc --docformat google --no-search -o build/api $(API_MODULES) \
+		'!paperzoo.experiments' '!paperzoo.verdict' '!paperzoo.cli' '!paperzoo.bench' \
+		'!paperzoo.catalogue' '!paperzoo.cost' '!paperzoo.provenance' '!paperzoo.report' \
+		'!paperzoo.summary'
 
 $(BIN)/.bench: $(BIN)/.installed
 	$(BIN)/python -m pip install -q -e '.[bench]'
@@ -55,4 +73,4 @@ gpu-check: install
 	SCALE=$(if $(filter command line environment,$(origin SCALE)),$(SCALE),full) tools/gpu_check.sh
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-floor build dist src/*.egg-info .pytest_cache .ruff_cache
