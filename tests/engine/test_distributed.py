@@ -12,6 +12,10 @@ disentanglement study, whose grid items are split over ranks and trained indepen
 one-process run. Its ranks are given uneven work under a 3-second timeout: ranks that finish
 early wait without a collective (``wait_for_all_ranks``); a ``barrier`` there times out.
 
+With ``PAPERZOO_INJECT_NAN=1:2`` (rank 1's loss NaN at step 2 of every model it trains),
+``torchrun -m paperzoo reproduce`` of ResNet and of the disentanglement study ends on both ranks
+with results.json recording the divergence.
+
 The test file is also the ranks' script: ``torchrun ... test_distributed.py MODE OUT``.
 """
 
@@ -286,6 +290,45 @@ def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:
         ]
 
     assert items(two) == items(one)
+
+
+@pytest.mark.parametrize("paper", ["resnet", "disentanglement"])
+def test_a_nan_on_one_rank_ends_every_rank_and_is_recorded(tmp_path: Path, paper: str) -> None:
+    """``PAPERZOO_INJECT_NAN=1:2``: rank 1's loss is NaN at step 2 of every model it trains. The
+    run ends on both ranks in bounded time with results.json: ResNet (data-parallel) records
+    every claim as not measured with the divergence; the disentanglement study records the
+    items rank 1 trained as diverged, names them, and summarises the others."""
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    out = tmp_path / paper
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    cmd += ["-m", "paperzoo", "reproduce", paper, "--scale", "smoke", "--device", "cpu"]
+    cmd += ["--quiet", "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PAPERZOO_INJECT_NAN": "1:2"}
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert time.monotonic() - start < 240
+    result = json.loads((out / "results.json").read_text())
+    if paper == "resnet":
+        assert all(c["measured"] is None for c in result["claims"])
+        assert all(
+            c["why_not_measured"] == ["diverged at step 2: loss nan (on another rank)"]
+            for c in result["claims"]
+        )
+        return
+    diverged = result["details"]["diverged"]
+    items = [r["id"] for r in result["details"]["records"]]
+    assert diverged and items and not set(diverged) & set(items)
+    assert all("diverged at step 2 (loss nan)" in why for why in diverged.values())
+    note = next(n for n in result["notes"] if "diverged and are left out" in n)
+    assert all(item in note for item in diverged)
+    assert any(c["measured"] is not None for c in result["claims"])
+    # rank 1 trained the random code's WReN (item 1 of the grid): its claims say why
+    assert any(
+        "random-code: a WReN diverged at step 2" in " ".join(c.get("why_not_measured") or [])
+        for c in result["claims"]
+    )
 
 
 if __name__ == "__main__":

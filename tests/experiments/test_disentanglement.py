@@ -249,3 +249,45 @@ def test_a_full_dry_run_cuts_every_evaluation_to_a_few_small_batches() -> None:
         env = environment(replace(cfg, image_size=16), ctx, "dsprites")
     assert len(f_tr) == len(f_te) == 3 * DRY_RUN_BATCH["codes"] == 300
     assert len(env.test_pgms) == 3 * DRY_RUN_BATCH["test_puzzles"] == 96
+
+
+def test_a_diverged_item_is_recorded_and_left_out(
+    smoke_ctx: RunContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PAPERZOO_INJECT_NAN=0:1: every model of the one process diverges at step 1. Each item's
+    record says what diverged, the study summarises none of them (0 VAEs), names them all in
+    its notes, and the claims of the two fixed codes say why they have no value."""
+    monkeypatch.setenv("PAPERZOO_INJECT_NAN", "0:1")
+    run_experiment("disentanglement", smoke_ctx)
+    out = smoke_ctx.out_dir
+    res = json.loads((out / "results.json").read_text())
+    items = grid_items(CONFIGS["smoke"])
+    diverged = res["details"]["diverged"]
+    assert sorted(diverged) == sorted(items) and res["details"]["records"] == []
+    for item in items:
+        record = json.loads((out / "models" / item / "result.json").read_text())
+        what = "its VAE" if record["kind"] == "vae" else "a WReN"
+        assert record["diverged"] == f"{what} diverged at step 1 (loss nan)"
+    assert next(c for c in res["claims"] if c["id"] == "study.num_models")["measured"] == 0
+    note = next(n for n in res["notes"] if "diverged and are left out" in n)
+    assert all(item in note for item in items)
+    why = {c["id"]: c.get("why_not_measured") for c in res["claims"]}
+    assert why["wren.random_code.test_acc"] == ["random-code: a WReN diverged at step 1 (loss nan)"]
+
+
+def test_a_study_with_missing_items_fails(
+    smoke_ctx: RunContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item without a record after every rank's work (a rank ended early) fails the run
+    instead of summarising part of the grid."""
+    from paperzoo.experiments.disentanglement import experiment as dis
+
+    real = dis.evaluate_item
+
+    def evaluate(item, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        return None if item == "random-code" else real(item, *args, **kwargs)
+
+    monkeypatch.setattr(dis, "evaluate_item", evaluate)
+    with pytest.raises(RuntimeError, match=r"1 of the 4 grid items have no record .*random-code"):
+        run_experiment("disentanglement", smoke_ctx)
+    assert not (smoke_ctx.out_dir / "results.json").exists()

@@ -7,6 +7,7 @@ Protocol: docs/disentanglement.md.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from torch import Tensor
 from paperzoo.data.base import DataInfo, tensor_sha256
 from paperzoo.data.ground_truth import GroundTruthData
 from paperzoo.engine import budget, load_weights
-from paperzoo.engine.distributed import wait_for_all_ranks
+from paperzoo.engine.distributed import RanksExited, wait_for_all_ranks
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     Experiment,
@@ -43,6 +44,8 @@ from paperzoo.experiments.disentanglement.training import (
 )
 from paperzoo.experiments.grid import read_record
 from paperzoo.models.vae import VAE, VAEConfig
+
+log = logging.getLogger(__name__)
 
 # -- figures ----------------------------------------------------------------------------------------
 
@@ -87,7 +90,11 @@ def _traversal(model: VAE, seed_image: Tensor, steps: int) -> np.ndarray:
 def _traversal_figure(records: list[dict[str, Any]], cfg: Config, env: Env) -> Figure | str:
     """Latent traversals of the most and the least disentangled VAE (by DCI) whose weights are
     on disk; without any, the reason as a string."""
-    vaes = [r for r in records if r.get("kind") == "vae" and Path(r.get("weights", "")).exists()]
+    vaes = [
+        r
+        for r in records
+        if r.get("kind") == "vae" and "weights" in r and Path(r["weights"]).exists()
+    ]
     if not vaes:
         return "no VAE weights found for the traversal figure"
     vaes.sort(key=lambda r: r["metrics"]["dci"])
@@ -179,10 +186,22 @@ class DisentanglementExperiment(Experiment):
         for i in budget.loop(len(models), "VAE models", kind="repeat"):
             evaluate_item(models[i], cfg, ctx, env, specs)
         # Under torchrun: wait for every rank's models (ranks hold 23 or 22 items of hours each:
-        # no collective, whose timeout would kill the early ones), then read them
-        wait_for_all_ranks("the disentanglement grid items")
-        records = [self._load(ctx.out_dir, item) for item in shard_list]
-        records = [r for r in records if r is not None]
+        # no collective, whose timeout would kill the early ones), then read them; a rank that
+        # ended first ends the wait, and its missing items fail the run below
+        try:
+            wait_for_all_ranks("the disentanglement grid items")
+        except RanksExited as err:
+            log.warning("%s", err)
+        loaded = {item: self._load(ctx.out_dir, item) for item in shard_list}
+        missing = [item for item, r in loaded.items() if r is None]
+        if missing:
+            raise RuntimeError(
+                f"{len(missing)} of the {len(shard_list)} grid items have no record in "
+                f"{ctx.out_dir / 'models'} ({', '.join(missing[:5])}"
+                f"{', ...' if len(missing) > 5 else ''}): the study is not summarised over part "
+                "of its grid; rerun the same command to train them"
+            )
+        records = [r for r in loaded.values() if r is not None]
         return self._outcome(
             records, cfg, ctx, env, shard=ctx.shard, run_dirs=[str(ctx.out_dir.resolve())]
         )
@@ -197,6 +216,8 @@ class DisentanglementExperiment(Experiment):
             dirs += det.get("run_dirs", [])
             for rec in det.get("records", []):
                 by_id.setdefault(rec["id"], rec)
+            for item, why in det.get("diverged", {}).items():  # named, left out again
+                by_id.setdefault(item, {"id": item, "diverged": why})
         if len(names) != 1 or None in names:
             raise ValueError(f"shards must come from one data set, got {sorted(map(str, names))}")
         name = names.pop()
@@ -231,8 +252,15 @@ class DisentanglementExperiment(Experiment):
         run_dirs: list[str],
     ) -> Outcome:
         measured, details = summarize(records, cfg)
+        records = details["records"]  # without the items that diverged
         details.update(dataset=env.name, run_dirs=run_dirs, config=_config_dict(cfg))
         figures, notes = [], list(cfg.notes)
+        diverged = details.get("diverged", {})
+        if diverged:
+            notes.append(
+                f"{len(diverged)} grid item(s) diverged and are left out of the summary and the "
+                "correlations: " + "; ".join(f"{i}: {why}" for i, why in diverged.items())
+            )
         if ctx.dist.is_main:
             heatmap = _heatmap(
                 details["spearman"], cfg.wren_steps, int(measured["study.num_models"])
@@ -293,7 +321,38 @@ class DisentanglementExperiment(Experiment):
                 ),
             ),
         ]
-        return Outcome(measured=measured, data=data, figures=figures, notes=notes, details=details)
+        return Outcome(
+            measured=measured,
+            data=data,
+            figures=figures,
+            notes=notes,
+            details=details,
+            why_not_measured=_why_not_measured(measured, diverged),
+        )
+
+
+# The claims that read the ground-truth item or the random-code item
+_ITEM_CLAIMS = {
+    GROUND_TRUTH_ID: ("metrics.ground_truth_representation.", "wren.ground_truth."),
+    RANDOM_ID: (
+        "metrics.random_representation.",
+        "wren.random_code.",
+        "metrics.ground_truth_representation.sap_minus_random",
+        "metrics.ground_truth_representation.modularity_minus_noise",
+    ),
+}
+
+
+def _why_not_measured(measured: dict[str, Any], diverged: dict[str, str]) -> dict[str, str]:
+    """Claim -> the divergence that left it without a value (the ground-truth or random-code
+    item's; a diverged VAE only thins the correlations, named in the notes)."""
+    why: dict[str, str] = {}
+    for item, prefixes in _ITEM_CLAIMS.items():
+        if item in diverged:
+            for cid, value in measured.items():
+                if value is None and cid.startswith(prefixes):
+                    why.setdefault(cid, f"{item}: {diverged[item]}")
+    return why
 
 
 PROBE_IMAGES = 256  # images whose digest identifies a generated data set

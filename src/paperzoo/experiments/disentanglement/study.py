@@ -72,7 +72,11 @@ def _acc_at(record: dict[str, Any], step: int) -> float | None:
 
 
 def summarize(records: list[dict[str, Any]], cfg: Config) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(measured claims, details) from the per-item records (any subset of the grid)."""
+    """(measured claims, details) from the per-item records (any subset of the grid); items
+    whose training diverged are left out (``details["diverged"]``, when there are any: item ->
+    what diverged)."""
+    diverged = {r["id"]: r["diverged"] for r in records if r.get("diverged")}
+    records = [r for r in records if r["id"] not in diverged]
     by_id = {r["id"]: r for r in records}
     gt, rnd = by_id.get(GROUND_TRUTH_ID), by_id.get(RANDOM_ID)
     vaes = [r for r in records if r.get("kind") == "vae"]
@@ -120,4 +124,6 @@ def summarize(records: list[dict[str, Any]], cfg: Config) -> tuple[dict[str, Any
         "wren_steps": list(cfg.wren_steps),
         "records": records,
     }
+    if diverged:
+        details["diverged"] = diverged
     return measured, details

@@ -23,6 +23,7 @@ from torch import Tensor
 from paperzoo.data.abstract_reasoning import PGMs, range_embed, render_pgms, sample_pgms
 from paperzoo.data.ground_truth import GroundTruthData, Quantized, load_ground_truth
 from paperzoo.engine import (
+    NonFiniteLossError,
     TrainConfig,
     Trainer,
     budget,
@@ -427,7 +428,11 @@ def _train_wren(
 def evaluate_item(
     item: str, cfg: Config, ctx: RunContext, env: Env, specs: dict[str, ModelSpec]
 ) -> dict[str, Any]:
-    """Train (VAEs), score and reason with one item; its record is cached in models/<item>/."""
+    """Train (VAEs), score and reason with one item; its record is cached in models/<item>/.
+
+    A VAE or WReN whose loss becomes NaN or infinite ends the item with ``diverged`` in its
+    record (what diverged, at which step): the study leaves it out of its summary and names it,
+    the other items are unaffected."""
     out = ctx.out_dir / "models" / item
     cached = out / "result.json"
     if cached.exists():
@@ -456,11 +461,27 @@ def evaluate_item(
     else:
         spec = specs[item]
         record.update(kind="vae", method=spec.method, hparams=dict(spec.hparams), seed=spec.seed)
-        model = _train_vae(spec, cfg, ctx, env, out)
+        try:
+            model = _train_vae(spec, cfg, ctx, env, out)
+        except NonFiniteLossError as err:
+            return _diverged(item, record, "its VAE", err, cached)
         rep = _vae_representation(model)
         record["metrics"] = _metrics(rep, env.train, cfg, ctx)
         record["metrics"]["reconstruction"] = -_reconstruction(model, env.train, cfg, ctx)
         record["weights"] = str((out / "vae.safetensors").resolve())
-    record["wren"] = _train_wren(item, rep, cfg, ctx, env, out)
+    try:
+        record["wren"] = _train_wren(item, rep, cfg, ctx, env, out)
+    except NonFiniteLossError as err:
+        return _diverged(item, record, "a WReN", err, cached)
+    write_record(cached, record, indent=1)
+    return record
+
+
+def _diverged(
+    item: str, record: dict[str, Any], what: str, err: NonFiniteLossError, cached: Path
+) -> dict[str, Any]:
+    """Record that ``what`` of ``item`` diverged (kept on disk, as a finished item's record)."""
+    record["diverged"] = f"{what} diverged at step {err.step} (loss {err.value})"
+    log.warning("%s: %s; the item is left out of the study", item, record["diverged"])
     write_record(cached, record, indent=1)
     return record
