@@ -168,3 +168,29 @@ def test_dry_run_evaluates_the_first_batches_only(tmp_path: Path, monkeypatch) -
         exp._train_one("resnet8", replace(cfg, n_val=1200), ctx, data, k)
     # validation (1,200) and test (1,000) images cut to one training batch
     assert seen and max(seen) == cfg.batch_size
+
+
+def test_batch_norm_is_synchronised_under_ddp_on_cuda_only() -> None:
+    """On CUDA under a process group the CIFAR nets normalise over the whole global batch
+    (SyncBatchNorm); one process, or gloo ranks on the CPU, keep plain batch norm."""
+    from torch import nn
+
+    from paperzoo.engine.distributed import DistInfo
+    from paperzoo.experiments.resnet import sync_batch_norm
+    from paperzoo.models.resnet import CifarResNet
+
+    def kinds(model: nn.Module) -> set[type]:
+        return {type(m) for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)}
+
+    group = DistInfo(rank=0, world_size=2, group=True)
+    single = DistInfo()
+    model = CifarResNet(depth=8, base_width=8)
+    for dist, device in ((single, "cuda:0"), (group, "cpu"), (single, "cpu")):
+        assert kinds(sync_batch_norm(model, dist, device)) == {nn.BatchNorm2d}
+    synced = sync_batch_norm(CifarResNet(depth=8, base_width=8), group, "cuda:1")
+    assert kinds(synced) == {nn.SyncBatchNorm}
+    one = DistInfo(rank=0, world_size=1, group=True)  # torchrun --nproc_per_node=1
+    assert kinds(sync_batch_norm(CifarResNet(depth=8, base_width=8), one, "cuda")) == {
+        nn.SyncBatchNorm
+    }
+    assert synced.state_dict().keys() == model.state_dict().keys()  # checkpoints still load

@@ -46,6 +46,7 @@ __all__ = [
     "RanksExited",
     "agree_max",
     "all_reduce_mean",
+    "all_reduce_means",
     "backend_for",
     "barrier",
     "check_shared_dir",
@@ -194,6 +195,17 @@ def all_reduce_mean(value: float) -> float:
     t = torch.tensor([value], dtype=torch.float64, device=collective_device())
     dist.all_reduce(t)
     return float(t.item()) / info.world_size
+
+
+def all_reduce_means(values: list[float]) -> list[float]:
+    """The mean of each value over all ranks, in one collective (the values when not
+    distributed)."""
+    info = current()
+    if not info.enabled or not values:
+        return [float(v) for v in values]
+    t = torch.tensor(values, dtype=torch.float64, device=collective_device())
+    dist.all_reduce(t)
+    return [float(v) / info.world_size for v in t.tolist()]
 
 
 def agree_max(*values: float) -> list[float]:

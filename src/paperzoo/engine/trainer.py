@@ -9,6 +9,13 @@ and every ``checkpoint_seconds`` of wall time), clean stops on SIGINT / SIGTERM
 (unless ``local=True``: a model of this process alone, e.g. one item of a grid that the ranks
 share out).
 
+Under a process group (DDP) the ranks decide together: once per step one all-reduce (MAX) tells
+every rank whether the loss is finite on all ranks (if not, every rank raises
+``NonFiniteLossError`` at that step) and whether a stop signal reached any rank (every rank stops
+after that step; rank 0 writes the stop checkpoint); each logged record is the mean over the ranks
+(the record of the whole global batch, the same on every rank); and the ranks check that they
+resumed the same checkpoint.
+
 Resuming (``fit(resume=True)``) continues exactly where the newest checkpoint left off: weights,
 optimizer states, the global RNG, the state of ``extra`` generators and stateful objects, and the
 logged history all come back, and batches are a function of the step. A run whose final
@@ -53,7 +60,7 @@ from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import faults, interrupt
 from paperzoo.engine import precision as num_precision
-from paperzoo.engine.distributed import DistInfo, agree_max, current
+from paperzoo.engine.distributed import DistInfo, agree_max, all_reduce_means, current
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
 from paperzoo.utils.io import atomic_write_text
 
@@ -275,6 +282,8 @@ class Trainer:
         self._tb: Any = None
         self._timing: step_budget.Loop | None = None  # fit under a step budget: its record
         self._stop_signal: int | None = None  # under a group: the stop all ranks agreed on
+        self._due_every = 0.0  # seconds between timed checkpoints (set by the loop)
+        self._due = False  # under a group: a timed checkpoint is due (agreed by all ranks)
         inject = faults.inject_nan_at()  # PAPERZOO_INJECT_NAN=RANK:STEP (tests of divergence)
         self._nan_step = inject[1] if inject is not None and inject[0] == current().rank else None
         self._train_model = self._wrap(self.model)
@@ -370,7 +379,20 @@ class Trainer:
         self.finished = done and self.step == self.config.steps
 
     def save_checkpoint(self) -> None:
-        if self.checkpoint_dir is None or not self.dist.is_main:
+        """Write a checkpoint of the current step (rank 0). Under a process group every rank
+        calls this at the same step: the window of values not yet logged is first averaged over
+        the ranks, so that a resumed run's records are means over the ranks too."""
+        if self.checkpoint_dir is None:
+            return
+        if self.dist.enabled:
+            keys = sorted(self._window)
+            flat = all_reduce_means([v for k in keys for v in self._window[k]])
+            window, i = {}, 0
+            for k in keys:
+                window[k], i = flat[i : i + len(self._window[k])], i + len(self._window[k])
+            self._window = window
+            self._saved_at = time.monotonic()
+        if not self.dist.is_main:
             return
         ckpt.save_state(
             self.checkpoint_dir, self.step, self.state_dict(), keep=self.config.keep_checkpoints
@@ -470,8 +492,12 @@ class Trainer:
         """Under a process group, one all-reduce per step decides for every rank together: a
         loss that is not finite on any rank raises ``NonFiniteLossError`` on all of them (before
         the optimizer steps), and a stop signal that reached any rank stops all of them after
-        this step (``_stop_signal``), so no rank is left waiting in a collective."""
-        bad, signum = agree_max(0.0 if math.isfinite(loss) else 1.0, interrupt.requested() or 0)
+        this step (``_stop_signal``), so no rank is left waiting in a collective; a timed
+        checkpoint due on any rank is written at the end of this step (``_due``)."""
+        every = self._due_every
+        due = every > 0 and time.monotonic() - self._saved_at >= every
+        flags = agree_max(0.0 if math.isfinite(loss) else 1.0, interrupt.requested() or 0, due)
+        bad, signum, self._due = flags[0], flags[1], bool(flags[2])
         self._stop_signal = int(signum) or None
         if bad:
             here = not math.isfinite(loss)
@@ -612,6 +638,7 @@ class Trainer:
         if every_seconds is None:
             every_seconds = checkpoint_seconds_default()
         every_seconds = every_seconds if self.checkpoint_dir is not None else 0.0
+        self._due_every = every_seconds
         self._saved_at = time.monotonic()
         timing = self._timing
         start_step = self.step
@@ -628,6 +655,10 @@ class Trainer:
                     self._window.setdefault(k, []).append(v)
                 if self.step % cfg.log_every == 0 or self.step == cfg.steps:
                     rec = {k: sum(v) / len(v) for k, v in self._window.items()}
+                    if self.dist.enabled:  # a record of the whole global batch, as one process
+                        keys = sorted(rec)
+                        means = all_reduce_means([rec[k] for k in keys])
+                        rec.update(zip(keys, means, strict=True))
                     self._window = {}
                     self._log({"step": self.step, **rec})
                     loss = rec.get("loss")
@@ -640,7 +671,11 @@ class Trainer:
                 elif (
                     every_seconds
                     and self.step < cfg.steps
-                    and time.monotonic() - self._saved_at >= every_seconds
+                    and (
+                        self._due  # under a group: the ranks agreed on it at this step
+                        if self.dist.enabled
+                        else time.monotonic() - self._saved_at >= every_seconds
+                    )
                 ):
                     self.save_checkpoint()
                 bar.update(1)

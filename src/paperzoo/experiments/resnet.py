@@ -56,7 +56,7 @@ from paperzoo.data.base import DataInfo, Split
 from paperzoo.data.cifar import random_crop_flip
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
-from paperzoo.engine.distributed import DistInfo, all_reduce_mean, current
+from paperzoo.engine.distributed import DistInfo, current
 from paperzoo.engine.trainer import BatchSampler
 from paperzoo.experiments.base import (
     EXPERIMENTS,
@@ -374,6 +374,7 @@ class ResNetExperiment(Experiment):
                 in_chans=data["x"].shape[1],
                 num_classes=num_classes,
             )
+        model = sync_batch_norm(model, ctx.dist, ctx.device)
         opt = torch.optim.SGD(
             model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
         )
@@ -426,9 +427,10 @@ class ResNetExperiment(Experiment):
             )
         return {
             "params": count_params(model),
-            # under DDP each rank logs its own share of the batch: average over ranks
-            "final_train_loss": all_reduce_mean(_window_mean(hist, "loss", start)),
-            "final_train_err": all_reduce_mean(_window_mean(hist, "train_err", start)),
+            # (under DDP the engine logs each record averaged over the ranks, also in a history
+            # resumed from rank 0's checkpoint, so every rank holds the same mean here)
+            "final_train_loss": _window_mean(hist, "loss", start),
+            "final_train_err": _window_mean(hist, "train_err", start),
             "test_err": float("nan") if test_err is None else test_err,
             "val_err": self._error(model, x_val, y_val, ctx.device),
             "curve": dict(zip(("step", "loss"), hist.series("loss"), strict=True)),
@@ -597,6 +599,16 @@ def _architecture_sizes() -> dict[str, int]:
     sizes["resnet50_imagenet_macs"] = count_macs(r50, (1, 3, 224, 224))
     sizes["resnet50_v1_macs"] = count_macs(v1, (1, 3, 224, 224))
     return sizes
+
+
+def sync_batch_norm(model: nn.Module, dist: DistInfo, device: str) -> nn.Module:
+    """Batch norm over the whole global batch under DDP on CUDA: ``SyncBatchNorm`` (each rank
+    would otherwise normalise over batch / world-size images, 8 at 16 ranks); elsewhere the model
+    unchanged (one process normalises over the whole batch already; gloo on the CPU has no
+    SyncBatchNorm). The reason: docs/resnet.md, "Under torchrun"."""
+    if dist.enabled and str(device).startswith("cuda"):
+        return nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    return model
 
 
 def _depth(name: str) -> int:
