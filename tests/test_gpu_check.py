@@ -22,18 +22,23 @@ SCRIPT = ROOT / "tools" / "gpu_check.sh"
 
 _FAKE_PAPERZOO = """#!/usr/bin/env bash
 # stand-in: exits with $FAKE_RC; with 0 it writes --out/results.json as a --max-steps run does
+# ($FAKE_RESULT when set)
 out=
 while [[ $# -gt 0 ]]; do [[ $1 == --out ]] && out=$2; shift; done
 if [[ ${FAKE_RC:-0} -ne 0 ]]; then
   echo "paperzoo: error: CIFAR-10 is the paper's data set at full scale; give --data-root DIR" >&2
   exit "$FAKE_RC"
 fi
-mkdir -p "$out" && echo '{"estimate_seconds": 3600}' >"$out/results.json"
+result=${FAKE_RESULT:-}
+[[ -n $result ]] || result='{"estimate_seconds": 3600}'
+mkdir -p "$out" && echo "$result" >"$out/results.json"
 """
 
 _FAKE_PYTHON = """#!/usr/bin/env bash
-# stand-in: records torchrun launches (exit 0, nothing run); anything else runs in {python}
+# stand-in: records torchrun launches (exit 0, nothing run); answers the CUDA device count with
+# $FAKE_GPUS when set; anything else runs in {python}
 if [[ "$1 $2" == "-m torch.distributed.run" ]]; then echo "$*" >>"{log}"; exit 0; fi
+if [[ $1 == -c && $2 == *device_count* && -n ${{FAKE_GPUS:-}} ]]; then echo "$FAKE_GPUS"; exit 0; fi
 exec {python} "$@"
 """
 
@@ -80,6 +85,51 @@ def test_data_parallel_papers_go_through_torchrun_on_one_process(tmp_path: Path)
     assert "resnet (torchrun x1" in proc.stdout
     # the stand-in ran nothing: exit 0 without results.json is a failure, not a pass
     assert proc.returncode == 1 and "exit 0 without results.json" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("result", "state", "note"),
+    [
+        (
+            '{"estimate_seconds": 60, "claims": [{"id": "a", "measured": null, '
+            '"why_not_measured": ["diverged at step 1: loss nan"]}]}',
+            "FAILED (diverged)",
+            "diverged at step 1: loss nan",
+        ),
+        (
+            '{"estimate_seconds": 60, "claims": [], '
+            '"details": {"diverged": {"beta_vae-s0": "its VAE diverged at step 1 (loss nan)"}}}',
+            "FAILED (diverged)",
+            "beta_vae-s0: its VAE diverged at step 1",
+        ),
+        ('{"claims": []}', "FAILED (no estimate)", "a loop ran no step"),
+    ],
+)
+def test_a_run_that_diverged_or_gives_no_estimate_fails(
+    tmp_path: Path, result: str, state: str, note: str
+) -> None:
+    proc = _check(tmp_path, PAPERS="coordconv", FAKE_RESULT=result)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("coordconv "))
+    assert state in row and note in row
+    assert "1 of 1 papers FAILED" in proc.stdout
+
+
+def test_the_costliest_papers_run_first(tmp_path: Path) -> None:
+    proc = _check(tmp_path)
+    order = [ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("gpu-check: ")]
+    order = [p for p in order if p not in ("--scale", "the")]
+    assert order[:3] == ["perceiver", "perceiver", "disentanglement"]  # launch and exit lines
+
+
+def test_nproc_is_the_number_of_gpus_torch_sees(tmp_path: Path) -> None:
+    proc = _check(tmp_path, DEVICE="cuda", FAKE_GPUS="3", PAPERS="resnet coordconv")
+    launches = (tmp_path / "torchrun").read_text().splitlines()
+    assert len(launches) == 1 and "--nproc_per_node=3 -m paperzoo reproduce resnet" in launches[0]
+    assert "resnet (torchrun x3" in proc.stdout
+    (tmp_path / "none").mkdir()
+    proc = _check(tmp_path / "none", DEVICE="cuda", FAKE_GPUS="0", PAPERS="coordconv")
+    assert proc.returncode == 2 and "torch sees no CUDA device" in proc.stderr
 
 
 def test_a_spent_budget_fails_the_papers_not_started(tmp_path: Path) -> None:

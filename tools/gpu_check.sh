@@ -12,9 +12,12 @@
 #       STEPS --device DEVICE`, a fresh --out per paper (an estimate needs every loop to run
 #       here; a loop loaded from an earlier run is not timed). Of 2 steps the second is timed
 #       (the first pays for warm-up).
-#   PAPERS [all ten]: the papers to run. Every paper listed must run: one that exits non-zero
-#       (also exit 2, e.g. its data missing under DATA_ROOT), times out or finds no time left is
-#       a FAILURE. Leave a paper out of PAPERS to skip it.
+#   PAPERS [all ten, the costliest full runs first]: the papers to run, in this order (the
+#       costliest first, so that the budget is spent on them first). Every paper listed must run:
+#       one that exits non-zero (also exit 2, e.g. its data missing under DATA_ROOT), times out,
+#       finds no time left, exits 0 without results.json or without a time estimate, or whose
+#       results.json records a divergence (a loss that became NaN) is a FAILURE. Leave a paper
+#       out of PAPERS to skip it.
 #   DATA_ROOT [none]: passed as --data-root.
 #   SYNTH [0]: 1 writes random data in every format a full config reads (tools/synth_data.py:
 #       MNIST, CIFAR-10/100, SVHN, the ILSVRC2012 folders, the dSprites archive, the bAbI folds)
@@ -24,7 +27,7 @@
 #       batch split over GPUs, the Perceiver's ImageNet training, the disentanglement study's
 #       grid over ranks). They always run under `python -m torch.distributed.run --standalone
 #       --nproc_per_node=NPROC`, also with one GPU (NPROC=1), so that their NCCL collectives run.
-#   NPROC [GPUs seen by nvidia-smi on CUDA; 1 on CPU]
+#   NPROC [torch.cuda.device_count() on CUDA, which honours CUDA_VISIBLE_DEVICES; 1 on CPU]
 #   TIMEOUT [180 s on CUDA, 900 s on CPU]: the most one paper may take.
 #   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
 #       included: each paper gets min(TIMEOUT, what is left); a paper with less than 10 s left
@@ -39,7 +42,7 @@ check_start=$(date +%s)
 DEVICE=${DEVICE:-cuda}
 SCALE=${SCALE:-full}
 STEPS=${STEPS:-2}
-PAPERS=${PAPERS:-resnet ggnn wrm coordconv obfuscated-gradients path-sgd draw perceiver disentanglement gat}
+PAPERS=${PAPERS:-perceiver disentanglement obfuscated-gradients draw resnet path-sgd gat wrm ggnn coordconv}
 DDP_PAPERS=${DDP_PAPERS:-resnet perceiver disentanglement}
 OUT=${OUT:-runs/gpu-check}
 BIN=${BIN:-.venv/bin}
@@ -52,12 +55,19 @@ else
   TIMEOUT=${TIMEOUT:-900}
   BUDGET=${BUDGET:-0}
 fi
+[[ -x $BIN/paperzoo ]] || { echo "gpu-check: $BIN/paperzoo not found (make install)" >&2; exit 2; }
+GPUS=0
+if [[ $DEVICE == cuda* ]]; then
+  # the GPUs this process may use (torch honours CUDA_VISIBLE_DEVICES; nvidia-smi does not)
+  GPUS=$("$BIN/python" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)' 2>/dev/null || echo 0)
+  if ! [[ $GPUS =~ ^[0-9]+$ && $GPUS -ge 1 ]]; then
+    echo "gpu-check: torch sees no CUDA device (install a CUDA build: make install TORCH_VERSION=...; or DEVICE=cpu)" >&2
+    exit 2
+  fi
+fi
 if [[ -z ${NPROC:-} ]]; then
   NPROC=1
-  if [[ $DEVICE == cuda* ]] && command -v nvidia-smi >/dev/null; then
-    NPROC=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-    [[ $NPROC -ge 1 ]] || NPROC=1
-  fi
+  [[ $GPUS -ge 1 ]] && NPROC=$GPUS
 fi
 if [[ -z ${THREADS+x} ]]; then
   if [[ $DEVICE == cpu ]]; then THREADS=1; else THREADS=; fi
@@ -68,13 +78,6 @@ for v in STEPS TIMEOUT BUDGET NPROC; do
 done
 [[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
 [[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
-[[ -x $BIN/paperzoo ]] || { echo "gpu-check: $BIN/paperzoo not found (make install)" >&2; exit 2; }
-if [[ $DEVICE == cuda* ]]; then
-  if ! "$BIN/python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
-    echo "gpu-check: torch sees no CUDA device (install a CUDA build: make install TORCH_VERSION=...; or DEVICE=cpu)" >&2
-    exit 2
-  fi
-fi
 mkdir -p "$OUT"
 if [[ -z $DATA_ROOT && $SYNTH == 1 ]]; then
   DATA_ROOT=$OUT/data
@@ -145,11 +148,17 @@ for line in Path(status).read_text().splitlines():
     if rc == "0" and res.is_file():
         d = json.loads(res.read_text())
         e = d.get("estimate_seconds")
+        diverged = sorted({w for c in d.get("claims", []) for w in (c.get("why_not_measured") or [])
+                           if "diverged" in w})
+        diverged += [f"{k}: {v}" for k, v in (d.get("details", {}).get("diverged") or {}).items()]
+        if diverged:
+            state, note, failed = "FAILED (diverged)", "; ".join(diverged)[:300], failed + 1
+        elif e is None:
+            state, note, failed = "FAILED (no estimate)", "a loop ran no step", failed + 1
+        else:
+            state = "ran"
         if e is not None:
             est, total = hms(e), total + e
-        else:
-            note = "no estimate (a loop ran no step)"
-        state = "ran"
     elif rc == "0":
         state, note, failed = "FAILED (0)", "exit 0 without results.json", failed + 1
     elif rc == "budget":
