@@ -76,3 +76,40 @@ def test_weights_round_trip_and_mismatch(tmp_path):
         load_weights(tmp_path / "w.safetensors", torch.nn.Linear(4, 2))
     with pytest.raises(CheckpointError, match="not found"):
         load_weights(tmp_path / "nope.safetensors", b)
+
+
+def test_the_rng_of_the_current_cuda_device_only(monkeypatch) -> None:  # noqa: ANN001
+    """A checkpoint holds the CUDA RNG state of the device the process trains on, and restores
+    it there only: a run saved on eight GPUs resumes on one (torch.cuda stood in for here)."""
+    from paperzoo.engine.seeding import capture_global_rng, restore_global_rng
+
+    devices = {i: torch.full((16,), i, dtype=torch.uint8) for i in range(2)}  # what this host has
+    current = {"index": 1}
+
+    def set_all(states):  # noqa: ANN001, ANN202
+        if len(states) != len(devices):
+            raise RuntimeError(f"{len(states)} states for {len(devices)} devices")
+        devices.update(enumerate(states))
+
+    cuda = torch.cuda
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(cuda, "current_device", lambda: current["index"])
+    monkeypatch.setattr(cuda, "get_rng_state", lambda device="cuda": devices[current["index"]])
+    monkeypatch.setattr(cuda, "get_rng_state_all", lambda: [devices[i] for i in sorted(devices)])
+    monkeypatch.setattr(cuda, "set_rng_state_all", set_all)
+
+    def set_one(state, device="cuda"):  # noqa: ANN001, ANN202
+        devices[current["index"]] = state
+
+    monkeypatch.setattr(cuda, "set_rng_state", set_one)
+    state = capture_global_rng()
+    assert int(state["cuda_device"][0]) == 1 and "cuda" not in state  # device 1's alone
+    devices[1] = torch.zeros(16, dtype=torch.uint8)
+    restore_global_rng(state)
+    assert int(devices[1][0]) == 1 and int(devices[0][0]) == 0
+    # a checkpoint of eight devices' states, resumed on this host's device 0
+    eight = {"torch": torch.get_rng_state(), "cuda": [torch.full((16,), 10 + i) for i in range(8)]}
+    current["index"] = 0
+    restore_global_rng(eight)
+    assert int(devices[0][0]) == 10 and int(devices[1][0]) == 1

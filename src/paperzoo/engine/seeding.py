@@ -38,18 +38,28 @@ def seed_everything(seed: int) -> None:
 
 
 def capture_global_rng() -> dict[str, Any]:
-    """torch's global CPU RNG state (dropout etc. draw from it) as a checkpointable dict."""
+    """torch's global CPU RNG state (dropout etc. draw from it) and, when CUDA is in use, the
+    current CUDA device's (the one this process trains on), as a checkpointable dict."""
     state: dict[str, Any] = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = list(torch.cuda.get_rng_state_all())
+        state["cuda_device"] = torch.cuda.get_rng_state()
     return state
 
 
 def restore_global_rng(state: dict[str, Any]) -> None:
-    """Inverse of ``capture_global_rng``."""
+    """Inverse of ``capture_global_rng``: the CUDA state goes to the current device only, so a
+    run resumes on fewer (or other) GPUs than it was saved on. (Checkpoints that hold every
+    device's state, ``"cuda"``, give the current device its own entry, or the first.)"""
     torch.set_rng_state(state["torch"].to(torch.uint8))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.to(torch.uint8) for s in state["cuda"]])
+    if not torch.cuda.is_available():
+        return
+    cuda = state.get("cuda_device")
+    if cuda is None and state.get("cuda"):
+        every = list(state["cuda"])
+        index = torch.cuda.current_device()
+        cuda = every[index] if index < len(every) else every[0]
+    if cuda is not None:
+        torch.cuda.set_rng_state(cuda.to(torch.uint8))
 
 
 @contextmanager
