@@ -96,6 +96,24 @@ def resolve_device(requested: str | None) -> str:
     return requested
 
 
+def gpu_slots(device: str | None, jobs: int) -> list[str] | None:
+    """The GPU each of ``jobs`` concurrent seed processes gets (its ``CUDA_VISIBLE_DEVICES``),
+    spreading them over the GPUs this process may use (``CUDA_VISIBLE_DEVICES`` if set, else
+    every device torch sees), round robin; None when the seeds do not run on CUDA or were given
+    one device (``--device cuda:N``)."""
+    import torch
+
+    if device not in (None, "cuda") or not torch.cuda.is_available():
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpus = [g.strip() for g in visible.split(",") if g.strip()] if visible is not None else []
+    if visible is None:
+        gpus = [str(i) for i in range(torch.cuda.device_count())]
+    if not gpus:
+        return None
+    return [gpus[i % len(gpus)] for i in range(jobs)]
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """What ``paperzoo reproduce`` was asked to do; fields are the command-line flags as given.
@@ -359,6 +377,8 @@ def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
     out_dir = Path(out_dir).resolve()
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     lock = threading.Lock()
+    # --device cuda: each running seed process on a GPU of its own while there are enough
+    free = gpu_slots(request.device, jobs)
     live: dict[int, subprocess.Popen[bytes]] = {}  # seed -> its running process
     stopping: list[int] = []  # the signal that stops the run, once one arrived
 
@@ -371,13 +391,17 @@ def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
             with lock:
                 if stopping:  # never start a seed once the run is stopping
                     return seed, 128 + stopping[0], 0.0
-                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+                gpu = free.pop(0) if free else None
+                child = env if gpu is None else env | {"CUDA_VISIBLE_DEVICES": gpu}
+                proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=child)
                 live[seed] = proc
             try:
                 rc = proc.wait()
             finally:
                 with lock:
                     live.pop(seed, None)
+                    if gpu is not None:
+                        free.append(gpu)
         wall = time.perf_counter() - start
         log.info("%s seed %d finished in %.0f s (exit %d)", name, seed, wall, rc)
         return seed, rc, wall
