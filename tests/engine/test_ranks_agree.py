@@ -126,6 +126,7 @@ def _worker(mode: str, out: Path) -> int:
     if mode == "nan":  # PAPERZOO_INJECT_NAN=1:3 in the environment
         m, opt = _model()
         trainer = Trainer(m, opt, _loss, config=_cfg())
+        result["broadcast_buffers"] = trainer._train_model.broadcast_buffers  # no BN statistics
         try:
             trainer.fit(_data())
         except NonFiniteLossError as err:
@@ -208,6 +209,7 @@ def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path) -> None:
         ("nan", 3, True),
         ("nan", 3, False),
     ]
+    assert [r["broadcast_buffers"] for r in ranks] == [False, False]
 
 
 def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> None:

@@ -183,3 +183,14 @@ def test_a_local_model_under_torchrun_trains_alone_and_every_rank_writes(tmp_pat
     assert shared.dist.enabled
     shared.fit(data)
     assert set(sizes) == {8} and not (tmp_path / "shared").exists()
+
+
+def test_ddp_broadcasts_buffers_only_for_batch_norm_statistics() -> None:
+    from paperzoo.engine.trainer import has_running_stats
+
+    assert has_running_stats(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)))
+    assert not has_running_stats(nn.Sequential(nn.Conv2d(3, 4, 3), nn.GroupNorm(2, 4)))
+    assert not has_running_stats(nn.BatchNorm1d(4, track_running_stats=False))
+    with_constant = nn.Linear(2, 2)
+    with_constant.register_buffer("positions", torch.zeros(3))
+    assert not has_running_stats(with_constant)

@@ -211,6 +211,16 @@ def _to_device(batch: Any, device: torch.device, channels_last: bool) -> Any:
     return batch
 
 
+def has_running_stats(model: nn.Module) -> bool:
+    """Whether ``model`` has batch-norm running statistics: the only buffers DDP must copy from
+    rank 0 before each forward (constant buffers, e.g. position encodings, are the same on
+    every rank already; broadcasting them every step only costs time)."""
+    return any(
+        isinstance(m, nn.modules.batchnorm._NormBase) and m.track_running_stats
+        for m in model.modules()
+    )
+
+
 def _as_float(v: Any) -> float:
     return float(v.detach().float().mean().item()) if isinstance(v, Tensor) else float(v)
 
@@ -296,7 +306,9 @@ class Trainer:
         wrapped: nn.Module = model
         if self.dist.enabled and any(p.requires_grad for p in model.parameters()):
             ids = [self.device.index] if self.device.type == "cuda" else None
-            wrapped = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+            wrapped = nn.parallel.DistributedDataParallel(
+                model, device_ids=ids, broadcast_buffers=has_running_stats(model)
+            )
         if self.config.compile:
             wrapped = torch.compile(wrapped)  # type: ignore[assignment]
         return wrapped
