@@ -295,3 +295,19 @@ def test_precision_is_part_of_the_run_identity_and_merge_refuses_mixed(tmp_path)
     assert d["precision"] == "tf32" and Result.from_dict(d).precision == "tf32"
     del d["precision"]
     assert Result.from_dict(d).precision == "fp32"
+
+
+def test_cudnn_benchmark_is_on_for_a_cuda_run_only():
+    """A run on CUDA lets cuDNN pick its fastest convolution algorithm per shape (the papers'
+    shapes are fixed); the caller's flag comes back, and a CPU run leaves it alone."""
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = False
+    try:
+        for p in ("fp32", "tf32", "bf16"):
+            with num_precision.using(p, "cuda:0"):
+                assert torch.backends.cudnn.benchmark
+            assert not torch.backends.cudnn.benchmark
+        with num_precision.using("fp32", "cpu"):
+            assert not torch.backends.cudnn.benchmark
+    finally:
+        torch.backends.cudnn.benchmark = before

@@ -124,8 +124,9 @@ def _set_tf32(enabled: bool) -> None:
 
 @contextmanager
 def using(precision: str, device: str | torch.device) -> Iterator[Setting]:
-    """Run the block at ``precision`` on ``device``; the CUDA backend flags (TF32) are set on
-    entry and restored on exit. On the CPU only the setting is recorded (bf16 autocast is
+    """Run the block at ``precision`` on ``device``; the CUDA backend flags (TF32, and
+    ``cudnn.benchmark``: the papers' convolutions see a few fixed shapes, so cuDNN's choice of
+    the fastest algorithm per shape pays for itself) are set on entry and restored on exit. On the CPU only the setting is recorded (bf16 autocast is
     applied by the hooks of ``autocast_modules``; TF32 does not exist there).
 
     Raises:
@@ -137,10 +138,12 @@ def using(precision: str, device: str | torch.device) -> Iterator[Setting]:
         torch.backends.cuda.matmul.allow_tf32,
         torch.backends.cudnn.allow_tf32,
         torch.get_float32_matmul_precision(),
+        torch.backends.cudnn.benchmark,
     )
     if cuda:
         # tf32: TF32 matmuls and convolutions; fp32 and bf16: true fp32 outside autocast.
         _set_tf32(setting.precision == "tf32")
+        torch.backends.cudnn.benchmark = True
     token = _ACTIVE.set(setting)
     try:
         yield setting
@@ -150,6 +153,7 @@ def using(precision: str, device: str | torch.device) -> Iterator[Setting]:
             torch.backends.cuda.matmul.allow_tf32 = saved[0]
             torch.backends.cudnn.allow_tf32 = saved[1]
             torch.set_float32_matmul_precision(saved[2])
+            torch.backends.cudnn.benchmark = saved[3]
 
 
 @contextmanager
