@@ -20,7 +20,10 @@ from paperzoo.data import load_dataset
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.data.splits import validation_split
 from paperzoo.data.transforms import as_set
+from paperzoo.engine import precision as num_precision
 from paperzoo.engine import step_decay
+from paperzoo.engine.distributed import agree_max, all_reduce_means
+from paperzoo.engine.precision import to_float32
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
@@ -396,25 +399,36 @@ class PerceiverExperiment(Experiment):
         n_seen = 0
         for m in evaluated.values():
             m.eval()
+        # Under torchrun each rank evaluates its share of the images (counts summed over the
+        # ranks, the invariance check on each rank's first share of its images), at the run's
+        # precision (bf16 autocast under --precision bf16, as in training).
+        rank, world = ctx.dist.rank, ctx.dist.world_size
+        invariance = -(-cfg.invariance_images // world)
         with ctx.final_evaluation(), torch.no_grad():
             # A fixed shuffled order: the first n_eval images of a capped run span the classes.
-            order = np.random.default_rng(0).permutation(len(val))
+            order = np.random.default_rng(0).permutation(len(val))[:n_eval][rank::world]
             batches = iterate_eval(
-                val, batch_size=cfg.eval_batch, limit=n_eval, transform=evaluate,
-                workers=cfg.workers, order=order, prefetch=cfg.prefetch, pin_memory=on_cuda,
+                val, batch_size=cfg.eval_batch, transform=evaluate, workers=cfg.workers,
+                order=order, prefetch=cfg.prefetch, pin_memory=on_cuda,
             )  # fmt: skip
             for x, y in batches:
                 for start in range(0, len(y), cfg.micro_batch):
                     xb = normalize(x[start : start + cfg.micro_batch].to(ctx.device))
                     yb = y[start : start + cfg.micro_batch].to(ctx.device)
-                    logits = {key: m(xb) for key, m in evaluated.items()}
+                    with num_precision.autocast_forward():
+                        logits = {k: to_float32(m(xb)) for k, m in evaluated.items()}
                     for key, out in logits.items():
                         correct[key] += int((out.argmax(1) == yb).sum())
-                    if n_seen < cfg.invariance_images:
-                        k = min(len(yb), cfg.invariance_images - n_seen)
+                    if n_seen < invariance:
+                        k = min(len(yb), invariance - n_seen)
                         diff = logits["perceiver_raster"][:k] - logits["perceiver_permuted"][:k]
                         max_diff = max(max_diff, diff.abs().max().item())
                     n_seen += len(yb)
+        if ctx.dist.enabled:
+            sums = [v * world for v in all_reduce_means([*correct.values(), n_seen])]
+            correct = {k: round(v) for k, v in zip(correct, sums, strict=False)}
+            n_seen = round(sums[-1])
+            (max_diff,) = agree_max(max_diff)
         top1 = {k: v / max(1, n_seen) for k, v in correct.items()}
         for key in evaluated:
             log.info("%s: top-1 %.4f on %d validation images", key, top1[key], n_seen)
