@@ -703,6 +703,12 @@ def test_outcome_gives_solved_runs_beside_the_mean(tmp_path: Path) -> None:
     note = out.notes[0]
     assert "solved (test accuracy >= 0.99): 2 of 4 folds" in note
     assert "2 of 4 solved" in note
+    notes = " ".join(out.notes)  # full: the authors' split, one run per fold
+    assert "the authors' own on every fold" in notes and "needs every run to solve" in notes
+    quick = _outcome(
+        GGNNExperiment().config("quick"), ctx, set(), {"babi16": runs}, {}, [], {}, True
+    )
+    assert "the authors' own" not in " ".join(quick.notes)
 
 
 def _mt19937(seed: int):
@@ -773,18 +779,15 @@ def test_torch7_adam_differs_from_torchs_only_in_epsilon() -> None:
 
 
 def test_training_variants_default_to_the_committed_behaviour(tmp_path: Path) -> None:
-    """The variant fields keep every scale's training as before (torch's Adam, clamp 5, the
-    seeded split, float32); dtype="float64" trains and evaluates in float64 from the same
-    initial weights; adam="torch7" and grad_clamp change the updates."""
+    """The variant fields keep every scale's training as before (torch's Adam, clamp 5,
+    float32; the seeded split but at full, which reads the authors' split and says so in its
+    notes); dtype="float64" trains and evaluates in float64 from the same initial weights;
+    adam="torch7" and grad_clamp change the updates."""
     exp = GGNNExperiment()
     for scale in ("smoke", "quick", "full"):
         cfg = exp.config(scale)
-        assert (cfg.adam, cfg.grad_clamp, cfg.split, cfg.dtype) == (
-            "torch",
-            5.0,
-            "seeded",
-            "float32",
-        )
+        assert (cfg.adam, cfg.grad_clamp, cfg.dtype) == ("torch", 5.0, "float32")
+        assert cfg.split == ("torch7" if scale == "full" else "seeded")
     task = babi.generate_task("babi15", n_train=6, n_test=4, seed=3)
     s = OFFICIAL["babi15"]
     tr = babi.examples(task, task.train[:6], annotation_dim=s.annotation_dim, question_type=0)
