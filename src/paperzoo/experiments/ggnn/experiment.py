@@ -556,7 +556,7 @@ def _outcome(
     changed = [f"{k}={getattr(cfg, k)}" for k, v in variant.items() if getattr(cfg, k) != v]
     if changed:
         notes.append(f"Training variant (docs/ggnn.md): {', '.join(changed)}.")
-    if cfg.restarts == 1:
+    if cfg.restarts == 1 and ctx.scale == "full":
         notes.append(
             "A single run either solves its fold or stalls far below (task 16: 0.5-0.7), so "
             "the solved folds above say more than the mean. With one run per fold the paper's "
