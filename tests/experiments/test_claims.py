@@ -38,6 +38,7 @@ def _defined_experiments() -> dict[str, type]:
         for obj in vars(module).values():
             if (
                 inspect.isclass(obj)
+                and not hasattr(obj, "__origin__")  # Python 3.10: list[int] passes isclass
                 and issubclass(obj, Experiment)
                 and obj.__module__ == module.__name__
                 and not inspect.isabstract(obj)
