@@ -12,7 +12,9 @@ existing directories only.
 ``--inits K`` trains, per fold, K initialisations (and batch orders) of seed 0's runs as one
 batched model instead (``train_restarts`` with attempts 0 .. K-1, the full config with SET; the
 split is seed 0's for all K: with the authors' seed handling the same indices on every fold),
-and tests each; about a quarter of the CPU time of K seeds. Results go to OUT/NAME-TASK.json.
+and tests each; about a quarter of the CPU time of K seeds. Results go to OUT/NAME-TASK.json;
+each fold's training resumes from its checkpoints under OUT/NAME-TASK, so delete that folder
+before running a NAME again with other SET values.
 The study behind docs/ggnn.md ("Why one run in four gets stuck").
 """
 
