@@ -180,3 +180,33 @@ def test_a_field_added_inside_a_nested_config_is_not_drift() -> None:
         ("steps", 3, 4),
         ("model", {"dim": 8}, 5),
     ]
+
+
+def test_a_field_added_later_is_compared_with_the_value_earlier_runs_ran_with() -> None:
+    from dataclasses import dataclass
+
+    from paperzoo.experiments.base import added_later
+    from paperzoo.verdict.counting import _changed_fields, _ran_before
+
+    @dataclass
+    class Inner:
+        dim: int = 8
+        mask: str = added_later("on", ran_before="off")
+
+    @dataclass
+    class Cfg:
+        steps: int = 3
+        split: str = added_later("torch7", ran_before="seeded")
+        same: int = added_later(1, ran_before=1)
+        inner: Inner = None  # type: ignore[assignment]
+
+    cfg = Cfg(inner=Inner())
+    before = _ran_before(cfg)
+    assert before == {"split": "seeded", "same": 1, "inner": {"mask": "off"}}
+    current = {"steps": 3, "split": "torch7", "same": 1, "inner": {"dim": 8, "mask": "on"}}
+    stored = {"steps": 3, "inner": {"dim": 8}}  # a run made before split, same and mask
+    assert _changed_fields(stored, current, before) == [
+        ("split (not recorded)", "seeded", "torch7"),
+        ("inner.mask (not recorded)", "off", "on"),
+    ]
+    assert _changed_fields({**stored, "split": "torch7"}, current) == []

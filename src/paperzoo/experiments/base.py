@@ -68,6 +68,17 @@ def check_selection_run(
         raise ValueError(f"n_val must be >= 1, got {n_val}")
 
 
+RAN_BEFORE = "ran_before"  # dataclass field metadata: see ``added_later``
+
+
+def added_later(default: Any, *, ran_before: Any) -> Any:
+    """A config field added after some runs were recorded: ``default`` now, ``ran_before`` the
+    value those runs ran with (they could not record the field). The summary compares a run that
+    lacks the field with ``ran_before``, so a field whose declared value changes what runs is
+    config drift for the runs made before it (``paperzoo.verdict.counting``)."""
+    return field(default=default, metadata={RAN_BEFORE: ran_before})
+
+
 @dataclass(frozen=True)
 class ClaimSpec:
     """One claim of a reproduction: what is measured, the paper's number and the target per scale.

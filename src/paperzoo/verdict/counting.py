@@ -288,7 +288,7 @@ def _config_drift(result: Result, declared: Any) -> list[str]:
     record them); nor are fields the code no longer has."""
     from paperzoo.experiments.overrides import config_to_dict
 
-    changed = _changed_fields(result.config, config_to_dict(declared))
+    changed = _changed_fields(result.config, config_to_dict(declared), _ran_before(declared))
     if not changed:
         return []
     shown = ", ".join(
@@ -300,18 +300,47 @@ def _config_drift(result: Result, declared: Any) -> list[str]:
     ]
 
 
-def _changed_fields(stored: Any, current: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+def _changed_fields(
+    stored: Any, current: Any, before: dict[str, Any] | None = None, prefix: str = ""
+) -> list[tuple[str, Any, Any]]:
     """(dotted field, recorded value, declared value) of every recorded field whose value the
-    declared config gives otherwise; nested configs are compared field by field."""
+    declared config gives otherwise; nested configs are compared field by field. A declared field
+    the run lacks is compared with the value runs made before it ran with (``before``, from
+    ``experiments.base.added_later``), else not at all."""
+    before = before or {}
     out: list[tuple[str, Any, Any]] = []
-    for k, old in stored.items():
-        if k not in current:
+    for k, new in current.items():
+        if k not in stored:
+            if k in before and not isinstance(before[k], dict):
+                old = before[k]
+                if json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
+                    out.append((f"{prefix}{k} (not recorded)", old, new))
             continue
-        new = current[k]
+        old = stored[k]
         if isinstance(old, dict) and isinstance(new, dict):
-            out += _changed_fields(old, new, f"{prefix}{k}.")
+            nested = before.get(k) if isinstance(before.get(k), dict) else None
+            out += _changed_fields(old, new, nested, f"{prefix}{k}.")
         elif json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
             out.append((f"{prefix}{k}", old, new))
+    return out
+
+
+def _ran_before(cfg: Any) -> dict[str, Any]:
+    """The ``added_later`` fields of a config (nested configs as nested dicts): field -> the
+    value runs made before the field existed ran with."""
+    import dataclasses
+
+    from paperzoo.experiments.base import RAN_BEFORE
+    from paperzoo.experiments.overrides import config_to_dict
+
+    if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
+        return {}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        if RAN_BEFORE in f.metadata:
+            out[f.name] = config_to_dict(f.metadata[RAN_BEFORE])
+        elif nested := _ran_before(getattr(cfg, f.name)):
+            out[f.name] = nested
     return out
 
 

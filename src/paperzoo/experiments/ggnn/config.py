@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from paperzoo.data import babi
-from paperzoo.experiments.base import ClaimSpec
+from paperzoo.experiments.base import ClaimSpec, added_later
 
 
 @dataclass(frozen=True)
@@ -103,21 +103,22 @@ class Config:
     # compares them at 250).
     baseline_train_by_task: dict[str, int] = field(default_factory=dict)
     # Variants of the GG-NN's training measured against the authors' Lua code (docs/ggnn.md,
-    # "Why one run in four gets stuck"); the defaults are what every committed run used.
+    # "Why one run in four gets stuck"); the defaults are what every committed run used
+    # (``added_later``: runs made before these fields ran with those values).
     # Adam: torch's (epsilon added to the bias-corrected sqrt(v)) or Torch7's ``optim.adam``
     # (the bias corrections folded into the step size, epsilon added to sqrt(v) itself).
-    adam: Literal["torch", "torch7"] = "torch"
+    adam: Literal["torch", "torch7"] = added_later("torch", ran_before="torch")
     # Every gradient entry of a run's mean minibatch loss clamped to [-c, c] (None: no clamping);
     # the authors clamp at 5 after dividing by the minibatch (babi_train.lua:229-231), so 0.5
     # is their clamp moved before the division.
-    grad_clamp: float | None = 5.0
+    grad_clamp: float | None = added_later(5.0, ran_before=5.0)
     # The training / validation split of a fold's graphs: this project's seeded permutation, or
     # the authors' split_set (Torch7's randperm under seed 1023: the first n_train graphs train,
     # the next n_val validate), the same graphs as their runs on the same file.
-    split: Literal["seeded", "torch7"] = "seeded"
+    split: Literal["seeded", "torch7"] = added_later("seeded", ran_before="seeded")
     # The GG-NN's arithmetic: float32, or float64 as the authors' Torch7 code (the initial
     # weights are drawn in float32 and converted, so both start from the same values).
-    dtype: Literal["float32", "float64"] = "float32"
+    dtype: Literal["float32", "float64"] = added_later("float32", ran_before="float32")
 
 
 ALL_TASKS = tuple(OFFICIAL)
