@@ -221,9 +221,11 @@ def agree_max(*values: float) -> list[float]:
 class RanksExited(RuntimeError):
     """Ranks left the process group before reaching a ``wait_for_all_ranks``."""
 
-    def __init__(self, what: str, ranks: list[int]) -> None:
+    def __init__(self, what: str, ranks: list[int], why: str | None = None) -> None:
         super().__init__(
-            f"rank(s) {','.join(map(str, ranks))} ended before finishing {what}; their log says why"
+            why
+            or f"rank(s) {','.join(map(str, ranks))} ended before finishing {what}; their log "
+            "says why"
         )
         self.ranks = ranks
 
@@ -331,9 +333,18 @@ def wait_for_all_ranks(
     keys = [f"paperzoo/wait-{_waits}/rank-{r}" for r in range(info.world_size)]
     store.set(keys[info.rank], "done")
     start = next_report = time.monotonic()
-    while not store.check(keys):
-        waiting = [r for r, k in enumerate(keys) if not store.check([k])]
-        gone = [r for r in waiting if store.check([_exited_key(r)])]
+    while True:
+        try:
+            if store.check(keys):
+                return
+            waiting = [r for r, k in enumerate(keys) if not store.check([k])]
+            gone = [r for r in waiting if store.check([_exited_key(r)])]
+        except RuntimeError as err:  # (DistNetworkError) the store's server has gone
+            # Where rank 0's process hosts the store (torch before the agent's store), rank 0
+            # leaving ends every look at it; its log, and what it wrote, say how it ended.
+            raise RanksExited(
+                what, [0], f"the process group's store is gone while waiting for {what} ({err})"
+            ) from None
         if gone:
             raise RanksExited(what, gone)
         now = time.monotonic()
