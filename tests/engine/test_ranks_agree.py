@@ -198,7 +198,7 @@ def _launch(mode: str, out: Path, **env: str) -> list[dict]:
     cmd += [f"--nproc_per_node={WORLD}", __file__, mode, str(out)]
     full_env = {k: v for k, v in os.environ.items() if k != INJECT_NAN_ENV}
     full_env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **env)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=full_env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=full_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads((out / f"rank-{r}.json").read_text()) for r in range(WORLD)]
 
