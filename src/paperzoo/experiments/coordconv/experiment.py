@@ -361,7 +361,7 @@ class CoordConvExperiment(Experiment):
                 f"output) pairs and {on_hot_test:.1%} of the test ones; elsewhere it sits where "
                 "the coordinate ramp is largest, and the max pool's gradient does not reach the "
                 "weights that read the hot pixel. The same failure is reported publicly for the "
-                "paper's regression network (titu1994/keras-coordconv, issue 4: it predicts the "
+                "paper's regression network (github.com/titu1994/keras-coordconv/issues/4: it predicts the "
                 "mean coordinate)."
             )
         if cfg.eval_limit is not None:
