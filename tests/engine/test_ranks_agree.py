@@ -197,9 +197,11 @@ def _launch(mode: str, out: Path, **env: str) -> list[dict]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     cmd += [f"--nproc_per_node={WORLD}", __file__, mode, str(out)]
     full_env = {k: v for k, v in os.environ.items() if k != INJECT_NAN_ENV}
-    full_env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **env)
+    # a rank that dies of a signal prints every thread's Python stack (faulthandler)
+    full_env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONFAULTHANDLER="1", **env)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=full_env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    wrote = [r for r in range(WORLD) if (out / f"rank-{r}.json").exists()]
+    assert proc.returncode == 0, f"ranks that wrote results: {wrote}\n{proc.stderr[-6000:]}"
     return [json.loads((out / f"rank-{r}.json").read_text()) for r in range(WORLD)]
 
 

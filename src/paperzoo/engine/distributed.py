@@ -27,6 +27,7 @@ one rank) are taken on a flag all-reduced with MAX (``agree_max``).
 from __future__ import annotations
 
 import atexit
+import gc
 import logging
 import os
 import secrets
@@ -130,6 +131,12 @@ def collective_device() -> torch.device:
 def _destroy() -> None:
     global _requested_backend
     if dist.is_available() and dist.is_initialized():
+        # Free what reference cycles still hold (a DDP wrapper kept by a caught exception's
+        # traceback, its reducer, pending works) while the interpreter is whole: freed during
+        # finalization instead, a backend thread that must take the GIL to drop a tensor aborts
+        # the process ("terminate called without an active exception") after a run that ended
+        # well.
+        gc.collect()
         dist.destroy_process_group()
     _requested_backend = None
 
