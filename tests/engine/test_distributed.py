@@ -1,16 +1,17 @@
 """Distributed runs under ``torchrun`` are right on NCCL as on gloo (issue 37, item 1).
 
-A CPU host has no NCCL, and gloo accepts tensors on any device, so a run on two gloo ranks cannot
-see a CPU tensor handed to an NCCL collective. Here each rank starts its process group *as on
-CUDA* (``init_distributed("cuda")``) through a stand-in (``_FakeNCCL``): the group is gloo
-underneath, but every tensor collective first checks its tensor's device against the backend
-that was asked for, as NCCL does ("No backend type associated with device type cpu"). A group of
-NCCL alone, as before issue 37, fails ResNet's reduction of its train loss; the device-aware
-group passes. The papers that train data-parallel (ResNet, the Perceiver, the disentanglement
-study) run at smoke on two ranks this way; rank 0 alone writes the report, and the
-disentanglement study, whose grid items are split over ranks and trained independently, equals a
-one-process run. Its ranks are given uneven work under a 3-second timeout: ranks that finish
-early wait without a collective (``wait_for_all_ranks``); a ``barrier`` there times out.
+A CPU host has no NCCL and no GPU, and gloo accepts tensors on any device, so a run on two gloo
+ranks cannot see a CPU tensor handed to an NCCL collective. Here each rank starts its process
+group *as on CUDA* (``init_distributed("cuda")``: plain NCCL) through a stand-in (``_FakeNCCL``):
+the group is gloo underneath, a tensor asked for on a CUDA device is made on the CPU and labelled
+with that device, and every tensor collective first checks its tensors' devices against the
+backend that was asked for, as NCCL does ("No backend type associated with device type cpu"), and
+logs them: every collective of a CUDA run is on ``cuda:LOCAL_RANK``. The papers that train
+data-parallel (ResNet, the Perceiver, the disentanglement study) run at smoke on two ranks this
+way; rank 0 alone writes the report, and the disentanglement study, whose grid items are split
+over ranks and trained independently, equals a one-process run. Its ranks are given uneven work
+under a 3-second timeout: ranks that finish early wait without a collective
+(``wait_for_all_ranks``); a ``barrier`` there times out.
 
 With ``PAPERZOO_INJECT_NAN=1:2`` (rank 1's loss NaN at step 2 of every model it trains),
 ``torchrun -m paperzoo reproduce`` of ResNet and of the disentanglement study ends on both ranks
@@ -35,8 +36,12 @@ import torch.distributed as dist
 
 from paperzoo.engine.distributed import (
     DistInfo,
+    agree_max,
     all_reduce_mean,
+    all_reduce_means,
     backend_for,
+    barrier,
+    check_shared_dir,
     init_distributed,
     served_devices,
     wait_for_all_ranks,
@@ -57,10 +62,75 @@ _COLLECTIVES = (
 # -- in one process --------------------------------------------------------------------------------
 
 
-def test_backend_is_device_aware_on_cuda() -> None:
+def test_a_cuda_run_starts_a_plain_nccl_group() -> None:
     assert backend_for("cpu") == "gloo"
     for device in ("cuda", "cuda:1"):
-        assert served_devices(backend_for(device)) == {"cpu": "gloo", "cuda": "nccl"}
+        assert backend_for(device) == "nccl"
+        assert served_devices(backend_for(device)) == {"cuda": "nccl"}  # no gloo beside it
+
+
+def test_every_helper_collective_of_a_cuda_run_is_on_the_gpu_of_local_rank(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Rank 1 of 2 (LOCAL_RANK 1) of a CUDA run, its process group stood in for in this process:
+    the group is asked for on NCCL alone, the rank's GPU is set to cuda:1 before it starts, and
+    every collective the module makes (the means, ``agree_max``, ``check_shared_dir``'s
+    agreement, ``barrier``) is on cuda:1, the device NCCL serves for this rank."""
+    from paperzoo.engine import distributed
+
+    for name, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")):
+        monkeypatch.setenv(name, value)
+    state: dict = {"initialized": False, "device": 0, "backend": None}
+    reduced: list[tuple[torch.device, str]] = []  # (the tensor's device, the op)
+    barriers: list[object] = []
+
+    def init_process_group(backend: str | None = None, **kwargs: object) -> None:
+        assert state["device"] == 1, "the GPU is set before NCCL starts"
+        state.update(initialized=True, backend=backend)
+
+    real_tensor = torch.tensor
+
+    def tensor(data: object, *, device: object = None, **kwargs: object) -> torch.Tensor:
+        t = real_tensor(data, **kwargs)  # on the CPU (no GPU here), labelled with the device
+        t.asked_device = torch.device(device) if device is not None else t.device
+        return t
+
+    def all_reduce(t: torch.Tensor, op: object = dist.ReduceOp.SUM, **kwargs: object) -> None:
+        reduced.append((t.asked_device, "max" if op == dist.ReduceOp.MAX else "sum"))
+        if op != dist.ReduceOp.MAX:
+            t.mul_(2)  # two ranks holding the same values
+
+    monkeypatch.setattr(dist, "init_process_group", init_process_group)
+    monkeypatch.setattr(dist, "is_initialized", lambda: state["initialized"])
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
+    monkeypatch.setattr(dist, "get_backend", lambda group=None: state["backend"])
+    monkeypatch.setattr(dist, "all_reduce", all_reduce)
+    monkeypatch.setattr(dist, "barrier", lambda device_ids=None, **kw: barriers.append(device_ids))
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: state.update(device=int(d)))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: state["device"])
+    monkeypatch.setattr(torch, "tensor", tensor)
+    monkeypatch.setattr(distributed.atexit, "register", lambda fn: fn)  # nothing at this exit
+    monkeypatch.setattr(distributed, "_requested_backend", None)
+    monkeypatch.setattr(distributed, "_checks", 0)
+    # the store, with what rank 0 put there for check_shared_dir (its nonce, and the file)
+    store = dist.HashStore()
+    store.set("paperzoo/shared-dir-1", "abc")
+    (tmp_path / ".paperzoo-ranks-1").write_text("abc")
+    monkeypatch.setattr(dist.distributed_c10d, "_get_default_store", lambda: store)
+
+    info = init_distributed("cuda")
+    assert (info.rank, info.world_size, info.local_rank) == (1, 2, 1)
+    assert state["backend"] == "nccl"
+    assert distributed.collective_device() == torch.device("cuda", 1)
+    assert all_reduce_mean(3.0) == 3.0
+    assert all_reduce_means([1.0, 2.0]) == [1.0, 2.0]
+    assert agree_max(0.0, 1.0) == [0.0, 1.0]
+    check_shared_dir(tmp_path)
+    barrier()
+    cuda1 = torch.device("cuda", 1)
+    assert reduced == [(cuda1, "sum"), (cuda1, "sum"), (cuda1, "max"), (cuda1, "max")]
+    assert barriers == [[1]]
 
 
 def test_served_devices_of_plain_backends() -> None:
@@ -82,22 +152,38 @@ def test_outside_torchrun_nothing_is_distributed(monkeypatch: pytest.MonkeyPatch
 
 
 class _FakeNCCL:
-    """Start the process group as asked (e.g. ``nccl`` or ``cpu:gloo,cuda:nccl``) but on gloo,
-    and make every tensor collective check its tensors' devices against the asked-for backend,
-    as NCCL does. ``torch.cuda.set_device`` becomes a no-op (no GPU here). Every checked call is
-    logged to ``log`` (name, device types), so a test can see that collectives ran."""
+    """Start the process group as asked (``nccl`` for a CUDA run) but on gloo, and make every
+    tensor collective check its tensors' devices against the asked-for backend, as NCCL does.
+    No GPU here: ``torch.cuda.set_device`` records the device, ``torch.cuda.current_device``
+    returns it, and ``torch.tensor(..., device="cuda:N")`` makes the tensor on the CPU labelled
+    ``cuda:N`` (the device a collective is checked and logged with). Every checked call is logged
+    to ``log`` (rank, name, devices, backend), so a test can see which collectives ran where."""
 
     def __init__(self, log: Path) -> None:
         self.log = log
         self.asked: str | None = None
+        self.device = 0
         real_init = dist.init_process_group
+        real_tensor = torch.tensor
 
         def init(backend: str | None = None, **kwargs):  # noqa: ANN202
             self.asked = str(backend)
             return real_init(backend="gloo", **kwargs)
 
+        def tensor(data, *, device=None, **kwargs):  # noqa: ANN001, ANN202
+            if device is None or torch.device(device).type != "cuda":
+                return real_tensor(data, device=device, **kwargs)
+            t = real_tensor(data, **kwargs)
+            t.asked_device = torch.device(device)
+            return t
+
+        def set_device(device) -> None:  # noqa: ANN001
+            self.device = device if isinstance(device, int) else torch.device(device).index
+
         dist.init_process_group = init  # type: ignore[assignment]
-        torch.cuda.set_device = lambda device: None  # type: ignore[assignment]
+        torch.tensor = tensor  # type: ignore[assignment]
+        torch.cuda.set_device = set_device  # type: ignore[assignment]
+        torch.cuda.current_device = lambda: self.device  # type: ignore[assignment]
         for name in _COLLECTIVES:
             setattr(dist, name, self._checked(name, getattr(dist, name)))
 
@@ -116,10 +202,10 @@ class _FakeNCCL:
                     tensors.append(a)
                 elif isinstance(a, list | tuple):
                     tensors += [t for t in a if isinstance(t, torch.Tensor)]
-            kinds = sorted({t.device.type for t in tensors})
+            devices = sorted({str(getattr(t, "asked_device", t.device)) for t in tensors})
             with open(self.log, "a") as f:
-                f.write(f"{dist.get_rank()} {name} {','.join(kinds)} {self.asked}\n")
-            for kind in kinds:
+                f.write(f"{dist.get_rank()} {name} {','.join(devices)} {self.asked}\n")
+            for kind in {d.split(":")[0] for d in devices}:
                 if kind not in self._served():
                     raise RuntimeError(
                         f"No backend type associated with device type {kind} ({self.asked})"
@@ -238,7 +324,8 @@ def test_primitives_on_the_backend_asked_for_on_cuda(tmp_path: Path) -> None:
     assert ranks[0]["barrier"].startswith("raised")  # while a barrier does not
     calls = _collectives(out)
     assert {c[1] for c in calls} == {"all_reduce"}
-    assert all(c[3] == "cpu:gloo,cuda:nccl" for c in calls)
+    assert {c[0] for c in calls} == {"0", "1"}
+    assert all(c[2] == f"cuda:{c[0]}" and c[3] == "nccl" for c in calls)  # rank = LOCAL_RANK
 
 
 def test_one_process_under_torchrun_still_runs_collectives(tmp_path: Path) -> None:
@@ -249,7 +336,7 @@ def test_one_process_under_torchrun_still_runs_collectives(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "one.rank-0.json").read_text())
     assert result == {"enabled": True, "world": 1, "mean": 5.0, "ddp": True}
-    assert [c[1:] for c in _collectives(out)] == [["all_reduce", "cpu", "cpu:gloo,cuda:nccl"]]
+    assert [c[1:] for c in _collectives(out)] == [["all_reduce", "cuda:0", "nccl"]]
 
 
 @pytest.mark.parametrize("paper", ["resnet", "perceiver"])
@@ -263,7 +350,7 @@ def test_data_parallel_paper_on_two_ranks_as_on_cuda(tmp_path: Path, paper: str)
     assert result["claims"] and all(c["measured"] is not None for c in result["claims"])
     if paper == "resnet":  # it reduces each net's train loss and error over the ranks
         reduced = [c for c in _collectives(out) if c[1] == "all_reduce"]
-        assert reduced and all(c[2] == "cpu" for c in reduced)
+        assert reduced and all(c[2] == f"cuda:{c[0]}" and c[3] == "nccl" for c in reduced)
 
 
 def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:

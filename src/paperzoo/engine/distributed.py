@@ -2,12 +2,15 @@
 
 Rank 0 alone logs, checkpoints and writes reports.
 
-Backends. On CPU the process group is gloo. On CUDA it is device-aware, ``cpu:gloo,cuda:nccl``
-(``backend_for``): NCCL serves CUDA tensors only ("No backend type associated with device type
-cpu" for a CPU tensor), so a group of NCCL alone rejects every CPU tensor a helper reduces
-(ResNet's ``all_reduce_mean`` of a Python float, for one).
-With both, DDP's gradients on the GPU go through NCCL and small CPU values through gloo; the
-helpers here also put their tensors on a device the group serves (``collective_device``).
+Backends. On CPU the process group is gloo. On CUDA it is NCCL alone (``backend_for``), started
+after ``torch.cuda.set_device(LOCAL_RANK)``. NCCL serves CUDA tensors only ("No backend type
+associated with device type cpu" for a CPU tensor), so every collective here puts its tensor on
+this process's GPU, ``cuda:LOCAL_RANK`` (``collective_device``), and reads the few numbers back
+with one ``.item()`` / ``.tolist()``; ``barrier`` names that GPU too. No gloo group is started
+beside NCCL: it would only carry those few numbers, and its TCP connections between every pair
+of ranks, across nodes, are the part of a multi-node start that fails most often. The waits
+that must not meet at a collective (``wait_for_all_ranks``, ``check_shared_dir``'s nonce,
+``mark_exited``) use the group's key-value store (torchrun's), which needs no backend.
 
 Uneven work. A collective waits for every rank, and a wait longer than the process group's
 timeout kills the job (NCCL's watchdog: 10 minutes by default). Work that is split unevenly over
@@ -90,9 +93,9 @@ def backend_for(device: str) -> str:
         device: the run's device, e.g. "cpu", "cuda" or "cuda:1".
 
     Returns:
-        "gloo" on CPU; "cpu:gloo,cuda:nccl" on CUDA (NCCL for CUDA tensors, gloo for CPU ones).
+        "gloo" on CPU; "nccl" on CUDA (whose collectives then take CUDA tensors only).
     """
-    return "cpu:gloo,cuda:nccl" if device.startswith("cuda") else "gloo"
+    return "nccl" if device.startswith("cuda") else "gloo"
 
 
 def served_devices(backend: str) -> dict[str, str]:
@@ -121,7 +124,8 @@ _requested_backend: str | None = None  # what init_distributed asked for (a grou
 
 def collective_device() -> torch.device:
     """The device of tensors given to the default group's collectives: the CPU when the group
-    serves CPU tensors (gloo, or the device-aware group), else this process's CUDA device."""
+    serves CPU tensors (gloo), else this process's CUDA device (NCCL: ``cuda:LOCAL_RANK``, the
+    device ``init_distributed`` set)."""
     backend = _requested_backend or str(dist.get_backend())
     if "cpu" in served_devices(backend):
         return torch.device("cpu")
@@ -191,7 +195,11 @@ def barrier() -> None:
     """Wait for every rank at a collective: only where the ranks arrive together (the wait is
     bounded by the group's timeout); uneven work waits with ``wait_for_all_ranks``."""
     if dist.is_available() and dist.is_initialized():
-        dist.barrier()
+        device = collective_device()
+        if device.type == "cuda":  # NCCL's barrier is an all-reduce on this GPU, not a guessed one
+            dist.barrier(device_ids=[device.index])
+        else:
+            dist.barrier()
 
 
 def all_reduce_mean(value: float) -> float:
