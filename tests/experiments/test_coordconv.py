@@ -7,6 +7,7 @@ import torch
 from paperzoo.data import holdout
 from paperzoo.data.not_so_clevr import all_centres, onehot_images
 from paperzoo.engine import seeded
+from paperzoo.experiments import RunContext
 from paperzoo.experiments.coordconv import CoordConvExperiment
 from paperzoo.experiments.coordconv.config import SCHEDULES
 from paperzoo.experiments.coordconv.training import (
@@ -428,3 +429,76 @@ def test_a_run_without_a_hold_out_curves_the_training_points(smoke_ctx):
         records = [json.loads(line) for line in lines]
         assert any(key in r for r in records), tag
         assert not any(k.startswith(("val_", "test")) for r in records for k in r), tag
+
+
+# Sec. 4.1 on both splits and the painters' parameter checks: the classification part's claims
+CLASSIFICATION_SMOKE = {
+    "quadrant.classification.coordconv.test_acc": "finding",
+    "quadrant.classification.deconv.train_acc": "check",
+    "quadrant.classification.deconv.test_acc": "finding",
+    "uniform.classification.coordconv.test_acc": "finding",
+    "uniform.classification.deconv.test_acc": "finding",
+    "uniform.classification.deconv.train_acc": "check",
+    "uniform.classification.coordconv_minus_deconv.test_acc": "finding",
+    "painter.coordconv.params": "check",
+    "painter.deconv_over_coordconv.params": "check",
+}
+
+
+def test_the_classification_part_runs_alone_and_its_seeds_merge(smoke_ctx, tmp_path):
+    """``--part classification``: the four classifiers of Sec. 4.1 (both splits) and nothing of
+    regression or rendering; results.json holds exactly the part's claims, with the deconv's fit
+    a check on both splits; two seeds of the part merge into one result of the part."""
+    from paperzoo.verdict.merging import merge_dirs
+
+    exp = CoordConvExperiment()
+    ctx = dataclasses.replace(smoke_ctx, part="classification")
+    assert [name for name, _ in exp.plan(exp.config("smoke"), ctx)] == [
+        "quadrant-classification-coordconv", "quadrant-classification-deconv",
+        "uniform-classification-coordconv", "uniform-classification-deconv",
+    ]  # fmt: skip
+    run_experiment("coordconv", ctx)
+    d = json.loads((ctx.out_dir / "results.json").read_text())
+    assert d["part"] == "classification"
+    assert {c["id"]: c["kind"] for c in d["claims"]} == CLASSIFICATION_SMOKE
+    assert [x["name"] for x in d["data"]] == ["not-so-clevr-quadrant", "not-so-clevr-uniform"]
+    assert sorted(p.name for p in (ctx.out_dir / "runs").iterdir()) == [
+        "quadrant-classification-coordconv", "quadrant-classification-deconv",
+        "uniform-classification-coordconv", "uniform-classification-deconv",
+    ]  # fmt: skip
+    assert set(d["details"]["params"]) == {"coordconv_painter", "deconv_painter"}
+    assert not any("regression" in k or "rendering" in k for k in d["details"]["extra"])
+    assert not any("regress" in n.lower() or "rendering" in n for n in d["notes"])
+    checks = {c["id"]: c for c in d["claims"] if c["kind"] == "check"}
+    assert checks["painter.coordconv.params"]["holds"] is True
+    assert len(d["figures"]) == 2
+    for fig in d["figures"]:
+        assert (ctx.out_dir / fig).stat().st_size > 0
+
+    seed1 = dataclasses.replace(ctx, seed=1, out_dir=tmp_path / "seed1")
+    run_experiment("coordconv", seed1)
+    merged = merge_dirs([ctx.out_dir, seed1.out_dir], tmp_path / "merged")
+    assert (merged.part, merged.seeds) == ("classification", [0, 1])
+    assert {c.id for c in merged.claims} == set(CLASSIFICATION_SMOKE)
+
+
+def test_the_classification_part_at_full_checks_the_deconv_fit_on_both_splits():
+    """At full the part's deconv fits are the premise checks of both splits (the quadrant one
+    under its full-scale id); an unknown part raises, naming both parts."""
+    exp = CoordConvExperiment()
+    ctx = RunContext(scale="full", part="classification")
+    claims = {c.id: c.kind for c in exp.claims_at(ctx)}
+    quadrant_fit = "quadrant.classification.deconv.train_acc"
+    assert claims == {
+        **{k: v for k, v in CLASSIFICATION_SMOKE.items() if k != quadrant_fit},
+        f"{quadrant_fit}_premise": "check",
+    }
+    plan = dict(exp.plan(exp.config("full"), ctx))
+    assert plan == {
+        "quadrant-classification-coordconv": 7550, "quadrant-classification-deconv": 76000,
+        "uniform-classification-coordconv": 7400, "uniform-classification-deconv": 74000,
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="has no part 'nosuch'; parts: classification, regression"):
+        exp.claims_at(RunContext(scale="full", part="nosuch"))
+    with pytest.raises(ValueError, match="parts: classification, regression"):
+        exp.run(exp.config("smoke"), RunContext(scale="smoke", part="rendering"))

@@ -2,8 +2,9 @@
 
 ``config.py``: the settings of each scale (``Config``, ``CONFIGS``) and the claims (``CLAIMS``);
 ``training.py``: the data splits, the training loop and the metrics; ``experiment.py``:
-``CoordConvExperiment``, which trains the three tasks of Sec. 4, evaluates and writes the notes
-and figures. Protocol, deviations and measured numbers: docs/coordconv.md.
+``CoordConvExperiment``, which trains the three tasks of Sec. 4 (or one, ``--part
+classification`` / ``regression``), evaluates and writes the notes and figures. Protocol,
+deviations and measured numbers: docs/coordconv.md.
 """
 
 from paperzoo.experiments.coordconv.config import CLAIMS, CONFIGS, Config

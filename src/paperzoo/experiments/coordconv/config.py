@@ -1,5 +1,5 @@
 """CoordConv's settings: ``Config`` (one per scale in ``CONFIGS``), the learning-rate
-schedules it names (``SCHEDULES``) and the claims (``CLAIMS``).
+schedules it names (``SCHEDULES``), the claims (``CLAIMS``) and the parts that run alone (``PARTS``).
 
 Quick scale holds a seeded random ``val_fraction`` of each training split out as validation data
 and trains for far fewer steps than the paper, with Adam and a cosine decay of the step size;
@@ -131,6 +131,15 @@ PREMISE = MappingProxyType(
     {
         f"quadrant.{task}.train_{metric}": f"quadrant.{task}.train_{metric}_premise"
         for task, metric in (("classification.deconv", "acc"), ("regression.conv", "rmse_px"))
+    }
+)
+# The parts of the paper that run alone (--part NAME): name -> the prefixes of its claim ids.
+# Classification (Sec. 4.1) trains both painters on both splits, so it also measures the painters'
+# parameter checks; rendering runs only with the whole paper.
+PARTS = MappingProxyType(
+    {
+        "classification": ("quadrant.classification.", "uniform.classification.", "painter."),
+        "regression": ("quadrant.regression.",),
     }
 )
 CLAIMS = (

@@ -12,6 +12,10 @@ model and conventional baseline (``paperzoo.models.coordconv``):
   regressor's convolutional twin (the same network without AddCoords), on the quadrant split;
 * supervised rendering (Sec. 4.3): (i, j) -> the 9x9 square; CoordConv painter, quadrant split.
 
+A part runs one task alone (``--part``, ``config.PARTS``): ``classification`` (Sec. 4.1, both
+splits, with the painters' parameter checks) or ``regression`` (Sec. 4.2); rendering runs only
+with the whole paper.
+
 Then it reads the test centres once, in the final evaluation (guarded with
 ``RunContext.holdout``), and turns the numbers into the claims of ``config.CLAIMS``. The deconv
 findings are about a net that fits its training points and still fails on the test points: when
@@ -39,8 +43,15 @@ from torch import Tensor, nn
 from paperzoo.data.base import DataInfo
 from paperzoo.data.not_so_clevr import scale_coords
 from paperzoo.engine import History
-from paperzoo.experiments.base import EXPERIMENTS, Experiment, NotRun, Outcome, RunContext
-from paperzoo.experiments.coordconv.config import CLAIMS, CONFIGS, PREMISE, Config
+from paperzoo.experiments.base import (
+    EXPERIMENTS,
+    ClaimSpec,
+    Experiment,
+    NotRun,
+    Outcome,
+    RunContext,
+)
+from paperzoo.experiments.coordconv.config import CLAIMS, CONFIGS, PARTS, PREMISE, Config
 from paperzoo.experiments.coordconv.training import (
     FIT_ACC,
     REGRESSORS,
@@ -69,9 +80,9 @@ class CoordConvExperiment(Experiment):
     title = "An intriguing failing of convolutional neural networks and the CoordConv solution"
     claims = CLAIMS
     not_estimated = ("evaluation beyond the first batches of the validation and test centres",)
-    # Sec. 4.2 alone (--part regression); the classification and rendering findings share the
-    # painters' checks, so they run as the whole paper only
-    parts = MappingProxyType({"regression": "quadrant.regression."})
+    # --part NAME: one task alone, its claims those whose ids start with ``PARTS[NAME]``
+    # (``claims_at``); the value here is the first of them, for the part's name only
+    parts = MappingProxyType({name: prefixes[0] for name, prefixes in PARTS.items()})
     configs = CONFIGS
 
     order = 3  # position in the summary's tables
@@ -86,31 +97,44 @@ class CoordConvExperiment(Experiment):
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         return _full_cost(cfg, plan)
 
+    def claims_at(self, ctx: RunContext) -> list[ClaimSpec]:
+        """The claims of the run: at its scale, those of its part (``PARTS``) if it has one."""
+        if self.part_prefix(ctx) is None:  # (an unknown part raises, naming the parts)
+            return super().claims_at(ctx)
+        prefixes = PARTS[ctx.part]  # type: ignore[index]
+        return [c for c in self.claims if c.applies(ctx.scale) and c.id.startswith(prefixes)]
+
+    def _tasks(self, ctx: RunContext) -> tuple[str, ...]:
+        """The tasks of Sec. 4 the run trains: all three, or its part's one (a part is named
+        after its task); an unknown part raises, naming the parts."""
+        if self.part_prefix(ctx) is None:
+            return ("classification", "regression", "rendering")
+        return (str(ctx.part),)
+
     def plan(self, cfg: Config, ctx: RunContext) -> list[tuple[str, int]]:
-        regression = [
-            ("quadrant-regression-coordconv", cfg.reg_steps),
-            ("quadrant-regression-conv", cfg.conv_reg_steps),
-            ("quadrant-regression-conv_twin", cfg.reg_steps),
-        ]
-        if ctx.part == "regression":
-            return regression
+        tasks = self._tasks(ctx)
         cls = {"quadrant": cfg.cls_steps, "uniform": cfg.uniform_cls_steps}
-        return [
-            *(
+        plans = {
+            "classification": [
                 (
                     f"{kind}-classification-{arch}",
                     cls[kind] if arch == "coordconv" else cfg.deconv_steps_on(kind),
                 )
                 for kind in cls
                 for arch in ("coordconv", "deconv")
-            ),
-            *regression,
-            ("quadrant-rendering-coordconv", cfg.render_steps),
-        ]
+            ],
+            "regression": [
+                ("quadrant-regression-coordconv", cfg.reg_steps),
+                ("quadrant-regression-conv", cfg.conv_reg_steps),
+                ("quadrant-regression-conv_twin", cfg.reg_steps),
+            ],
+            "rendering": [("quadrant-rendering-coordconv", cfg.render_steps)],
+        }
+        return [entry for task in tasks for entry in plans[task]]
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
-        self.part_prefix(ctx)  # an unknown part raises, naming the parts
-        whole = ctx.part is None  # else the regression part (Sec. 4.2) alone
+        tasks = self._tasks(ctx)  # an unknown part raises, naming the parts
+        classifying, regressing = "classification" in tasks, "regression" in tasks
         m: dict[str, Any] = {}
         extra: dict[str, float] = {}  # further numbers for results.json
         curves: dict[str, History] = {}
@@ -122,7 +146,7 @@ class CoordConvExperiment(Experiment):
 
         # -- Sec. 4.1: supervised coordinate classification --------------------------------
         painters: dict[str, nn.Module] = {}
-        for kind in ("quadrant", "uniform") if whole else ():
+        for kind in ("quadrant", "uniform") if classifying else ():
             for arch in ("coordconv", "deconv"):
                 tag = f"{kind}-classification-{arch}"
                 painters[tag], curves[tag] = fit_classifier(
@@ -135,33 +159,17 @@ class CoordConvExperiment(Experiment):
         # -- Sec. 4.2: supervised coordinate regression (quadrant split) ---------------------
         quad_train, quad_val = train["quadrant"], val["quadrant"]
         regressors: dict[str, nn.Module] = {}
-        for arch in REGRESSORS:
+        for arch in REGRESSORS if regressing else ():
             tag = f"quadrant-regression-{arch}"
             regressors[arch], curves[tag] = fit_regressor(arch, quad_train, quad_val, cfg, ctx)
-            extra[f"quadrant.regression.{arch}.train_rmse_px"] = rmse_px(
-                regressors[arch], limit(quad_train, lim)
-            )
-        m["quadrant.regression.conv.train_rmse_px"] = extra[
-            "quadrant.regression.conv.train_rmse_px"
-        ]
         # the constant predictor: the mean training location, predicted for every image
         mean_loc = quad_train.float().mean(0)
-        extra["quadrant.regression.constant.train_rmse_px"] = constant_rmse_px(
-            mean_loc, limit(quad_train, lim)
-        )
-        twin_pred = regression_pred(regressors["conv_twin"], limit(quad_train, lim))
-        twin_spread = (twin_pred.amax(0) - twin_pred.amin(0)).max().item()  # pixels
-        extra["quadrant.regression.conv_twin.prediction_spread_px"] = twin_spread
-        m["quadrant.regression.conv_twin.position_invariant"] = twin_spread < 1e-3
-        coordconv_reg = regressors["coordconv"]
-        assert isinstance(coordconv_reg, CoordConvRegressor)
-        extra["quadrant.regression.coordconv.max_on_hot_pixel"] = max_on_hot_pixel(
-            coordconv_reg, limit(quad_train, lim)
-        )
+        if regressing:
+            self._regression_fits(regressors, mean_loc, limit(quad_train, lim), m, extra)
 
         # -- Sec. 4.3: supervised rendering (quadrant split) ---------------------------------
         painter: nn.Module | None = None
-        if whole:
+        if "rendering" in tasks:
             painter, curves["quadrant-rendering-coordconv"] = fit_renderer(
                 quad_train, quad_val, cfg, ctx
             )
@@ -172,49 +180,38 @@ class CoordConvExperiment(Experiment):
             for tag, model in painters.items():
                 kind, _, arch = tag.split("-")
                 m[f"{kind}.classification.{arch}.test_acc"] = classification_acc(model, test[kind])
-            for arch in REGRESSORS:
-                rmse = rmse_px(regressors[arch], test["quadrant"])
-                extra[f"quadrant.regression.{arch}.test_rmse_px"] = rmse
-            extra["quadrant.regression.constant.test_rmse_px"] = constant_rmse_px(
-                mean_loc, test["quadrant"]
-            )
-            extra["quadrant.regression.coordconv.test_max_on_hot_pixel"] = max_on_hot_pixel(
-                coordconv_reg, test["quadrant"]
-            )
+            if regressing:
+                self._regression_tests(regressors, mean_loc, test["quadrant"], m, extra)
             if painter is not None:
                 m["quadrant.rendering.coordconv.test_iou"] = mean_iou(painter, test["quadrant"])
+            if classifying:
                 pred_fig = self._plot_predictions(painters, painter, test["quadrant"], ctx)
-        for arch in ("coordconv", "conv"):
-            key = f"quadrant.regression.{arch}.test_rmse_px"
-            m[key] = extra[key]
 
-        params = {
-            "coordconv_regressor": count_params(regressors["coordconv"]),
-            "conv_twin_regressor": count_params(regressors["conv_twin"]),
-            "conv_regressor": count_params(regressors["conv"]),
-        }
+        params: dict[str, int] = {}
         unfitted: list[str] = []
-        if whole:
-            assert painter is not None
+        if classifying:
             unfitted = self._classification_findings(m, extra)
-            params = {
-                "coordconv_painter": count_params(painter),
-                "deconv_painter": count_params(painters["quadrant-classification-deconv"]),
-                **params,
-            }
+            # the renderer is the same net as the CoordConv classifier (CoordConvPainter)
+            coordconv_painter = (
+                painter if painter is not None else painters["quadrant-classification-coordconv"]
+            )
+            params["coordconv_painter"] = count_params(coordconv_painter)
+            params["deconv_painter"] = count_params(painters["quadrant-classification-deconv"])
             m["painter.coordconv.params"] = params["coordconv_painter"]
             m["painter.deconv_over_coordconv.params"] = (
                 params["deconv_painter"] / params["coordconv_painter"]
             )
+        for arch in ("coordconv", "conv_twin", "conv") if regressing else ():
+            params[f"{arch}_regressor"] = count_params(regressors[arch])
         figures.append(self._plot_curves(curves, ctx))
-        if whole:
+        if classifying:
             figures.append(pred_fig)
         data_info = [
             DataInfo(f"not-so-clevr-{k}", "generated", len(train[k]), len(d[0].test))
             for k, d in data.items()
-            if whole or k == "quadrant"
+            if classifying or k == "quadrant"
         ]
-        notes = self._notes(cfg, ctx, m, extra, params, unfitted, twin_spread, whole)
+        notes = self._notes(cfg, ctx, m, extra, params, unfitted, tasks)
         self._premises_as_checks(m, ctx)
         return Outcome(
             measured=m,
@@ -223,6 +220,54 @@ class CoordConvExperiment(Experiment):
             notes=notes,
             details={"params": params, "extra": extra},
         )
+
+    @staticmethod
+    def _regression_fits(
+        regressors: dict[str, nn.Module],
+        mean_loc: Tensor,
+        train: Tensor,
+        m: dict[str, Any],
+        extra: dict[str, float],
+    ) -> None:
+        """The regressors' numbers on their training points ``train``: each RMSE, the constant
+        predictor's (``mean_loc`` everywhere), the twin's spread and where the CoordConv
+        regressor's maxima lie."""
+        for arch, model in regressors.items():
+            extra[f"quadrant.regression.{arch}.train_rmse_px"] = rmse_px(model, train)
+        m["quadrant.regression.conv.train_rmse_px"] = extra[
+            "quadrant.regression.conv.train_rmse_px"
+        ]
+        extra["quadrant.regression.constant.train_rmse_px"] = constant_rmse_px(mean_loc, train)
+        twin_pred = regression_pred(regressors["conv_twin"], train)
+        twin_spread = (twin_pred.amax(0) - twin_pred.amin(0)).max().item()  # pixels
+        extra["quadrant.regression.conv_twin.prediction_spread_px"] = twin_spread
+        m["quadrant.regression.conv_twin.position_invariant"] = twin_spread < 1e-3
+        coordconv_reg = regressors["coordconv"]
+        assert isinstance(coordconv_reg, CoordConvRegressor)
+        extra["quadrant.regression.coordconv.max_on_hot_pixel"] = max_on_hot_pixel(
+            coordconv_reg, train
+        )
+
+    @staticmethod
+    def _regression_tests(
+        regressors: dict[str, nn.Module],
+        mean_loc: Tensor,
+        test: Tensor,
+        m: dict[str, Any],
+        extra: dict[str, float],
+    ) -> None:
+        """The regressors' numbers on the test centres ``test`` (in the final evaluation)."""
+        for arch, model in regressors.items():
+            extra[f"quadrant.regression.{arch}.test_rmse_px"] = rmse_px(model, test)
+        extra["quadrant.regression.constant.test_rmse_px"] = constant_rmse_px(mean_loc, test)
+        coordconv_reg = regressors["coordconv"]
+        assert isinstance(coordconv_reg, CoordConvRegressor)
+        extra["quadrant.regression.coordconv.test_max_on_hot_pixel"] = max_on_hot_pixel(
+            coordconv_reg, test
+        )
+        for arch in ("coordconv", "conv"):
+            key = f"quadrant.regression.{arch}.test_rmse_px"
+            m[key] = extra[key]
 
     def _premises_as_checks(self, m: dict[str, Any], ctx: RunContext) -> None:
         """Where a fit is declared as a premise check (full), move its measurement to the check's
@@ -267,36 +312,14 @@ class CoordConvExperiment(Experiment):
         extra: dict[str, float],
         params: dict[str, int],
         unfitted: list[str],
-        twin_spread: float,
-        whole: bool,
+        tasks: tuple[str, ...],
     ) -> list[str]:
-        frozen, deconv_steps = cfg.deconv_frozen_step("quadrant"), cfg.deconv_steps_on("quadrant")
-        bn_note = (
-            f"batch norms with batch statistics for {frozen} steps, then with their running "
-            "statistics, frozen"
-            if frozen < deconv_steps
-            else "batch norms with batch statistics throughout"
-        )
-        if cfg.deconv_steps_on("uniform") != deconv_steps:
-            deconv_note = f"{deconv_steps} (quadrant) / {cfg.deconv_steps_on('uniform')} (uniform)"
-        else:
-            deconv_note = f"{deconv_steps} per split"
-        steps = (
-            f"Steps: CoordConv classification {cfg.cls_steps} (quadrant) / "
-            f"{cfg.uniform_cls_steps} (uniform), rendering {cfg.render_steps} (batch "
-            f"{cfg.batch_size}, step size {cfg.lr}, {cfg.schedule}); deconv {deconv_note} "
-            f"(batch {cfg.deconv_batch_size}, {cfg.deconv_lr}, {cfg.deconv_schedule}; "
-            f"{bn_note}); "
-            if whole
-            else "Steps: "
-        )
+        """The run's notes: parameters, steps and validation of the tasks it trained (``tasks``),
+        then what its numbers say where a finding needs words (an unfitted deconv, an
+        interpolating one, a regressor stuck at the constant predictor)."""
         notes = [
             f"Parameters: {', '.join(f'{k} {v:,}' for k, v in params.items())}.",
-            steps + f"conv regressor {cfg.conv_reg_steps} (batch {cfg.conv_reg_batch_size}, "
-            f"{cfg.conv_reg_lr}, {cfg.schedule}, L2 {cfg.conv_reg_l2:g}); Adam "
-            f"{cfg.adam_betas}. CoordConv regressor and its twin: {cfg.reg_steps} steps of batch "
-            f"{cfg.reg_batch_size}, Adam {cfg.reg_betas}, step size {cfg.reg_lr} "
-            f"({cfg.reg_schedule}), L2 {cfg.reg_l2:g} on the conv weights.",
+            CoordConvExperiment._steps_note(cfg, tasks),
             (
                 f"Validation: {cfg.val_fraction:.0%} of each training split held out (seeded); "
                 "the learning curves are measured on it, test data only in the final evaluation."
@@ -312,16 +335,20 @@ class CoordConvExperiment(Experiment):
                 if cfg.split_protocol == "authors"
                 else ""
             ),
-            "Regression RMSE (px), train / test: "
-            + "; ".join(
-                f"{a} {extra[f'quadrant.regression.{a}.train_rmse_px']:.2f} / "
-                f"{extra[f'quadrant.regression.{a}.test_rmse_px']:.2f}"
-                for a in (*REGRESSORS, "constant")
-            )
-            + " (constant: the mean training location for every image; the twin's predictions "
-            f"span {twin_spread:.2g} px over its training images).",
         ]
-        if whole:
+        if "regression" in tasks:
+            twin_spread = extra["quadrant.regression.conv_twin.prediction_spread_px"]
+            notes.append(
+                "Regression RMSE (px), train / test: "
+                + "; ".join(
+                    f"{a} {extra[f'quadrant.regression.{a}.train_rmse_px']:.2f} / "
+                    f"{extra[f'quadrant.regression.{a}.test_rmse_px']:.2f}"
+                    for a in (*REGRESSORS, "constant")
+                )
+                + " (constant: the mean training location for every image; the twin's "
+                f"predictions span {twin_spread:.2g} px over its training images)."
+            )
+        if "classification" in tasks:
             notes.append(
                 "Training accuracy (classification): "
                 + ", ".join(
@@ -348,9 +375,9 @@ class CoordConvExperiment(Experiment):
                 f"{uniform_deconv:.3f} > 0.95): the paper's failure there (about 86 %) is not "
                 "reproduced."
             )
-        reg_fit = extra["quadrant.regression.coordconv.train_rmse_px"]
-        const_fit = extra["quadrant.regression.constant.train_rmse_px"]
-        if not escaped_constant(reg_fit, const_fit):
+        reg_fit = extra.get("quadrant.regression.coordconv.train_rmse_px", 0.0)
+        const_fit = extra.get("quadrant.regression.constant.train_rmse_px", 0.0)
+        if "regression" in tasks and not escaped_constant(reg_fit, const_fit):
             on_hot = extra["quadrant.regression.coordconv.max_on_hot_pixel"]
             on_hot_test = extra["quadrant.regression.coordconv.test_max_on_hot_pixel"]
             notes.append(
@@ -369,6 +396,43 @@ class CoordConvExperiment(Experiment):
                 f"Evaluated on at most {cfg.eval_limit} examples per split (scale {ctx.scale})."
             )
         return notes
+
+    @staticmethod
+    def _steps_note(cfg: Config, tasks: tuple[str, ...]) -> str:
+        """One note with the steps, batches, step sizes and schedules of the models in ``tasks``."""
+        frozen, deconv_steps = cfg.deconv_frozen_step("quadrant"), cfg.deconv_steps_on("quadrant")
+        bn_note = (
+            f"batch norms with batch statistics for {frozen} steps, then with their running "
+            "statistics, frozen"
+            if frozen < deconv_steps
+            else "batch norms with batch statistics throughout"
+        )
+        if cfg.deconv_steps_on("uniform") != deconv_steps:
+            deconv_note = f"{deconv_steps} (quadrant) / {cfg.deconv_steps_on('uniform')} (uniform)"
+        else:
+            deconv_note = f"{deconv_steps} per split"
+        pieces = []
+        if "classification" in tasks:
+            rendering = f", rendering {cfg.render_steps}" if "rendering" in tasks else ""
+            pieces.append(
+                f"CoordConv classification {cfg.cls_steps} (quadrant) / {cfg.uniform_cls_steps} "
+                f"(uniform){rendering} (batch {cfg.batch_size}, step size {cfg.lr}, "
+                f"{cfg.schedule}); deconv {deconv_note} (batch {cfg.deconv_batch_size}, "
+                f"{cfg.deconv_lr}, {cfg.deconv_schedule}; {bn_note})"
+            )
+        if "regression" in tasks:
+            pieces.append(
+                f"conv regressor {cfg.conv_reg_steps} (batch {cfg.conv_reg_batch_size}, "
+                f"{cfg.conv_reg_lr}, {cfg.schedule}, L2 {cfg.conv_reg_l2:g})"
+            )
+        note = f"Steps: {'; '.join(pieces)}; Adam {cfg.adam_betas}."
+        if "regression" in tasks:
+            note += (
+                f" CoordConv regressor and its twin: {cfg.reg_steps} steps of batch "
+                f"{cfg.reg_batch_size}, Adam {cfg.reg_betas}, step size {cfg.reg_lr} "
+                f"({cfg.reg_schedule}), L2 {cfg.reg_l2:g} on the conv weights."
+            )
+        return note
 
     def _plot_curves(self, curves: dict[str, History], ctx: RunContext) -> str:
         fig = Figure(figsize=(12, 3.6))
@@ -397,22 +461,26 @@ class CoordConvExperiment(Experiment):
     def _plot_predictions(
         self,
         painters: dict[str, nn.Module],
-        painter: nn.Module,
+        painter: nn.Module | None,
         test: Tensor,
         ctx: RunContext,
     ) -> str:
+        """The quadrant classifiers' (and the renderer's, when it trained) outputs at four
+        held-out centres."""
         g = ctx.generator("figure")
         pick = test[torch.randperm(len(test), generator=g)[:4]]
         coords = scale_coords(pick)
-        rows = (
+        rows = [
             ("CoordConv class.", painters["quadrant-classification-coordconv"], "softmax"),
             ("deconv class.", painters["quadrant-classification-deconv"], "softmax"),
-            ("CoordConv render", painter, "sigmoid"),
-        )
-        fig = Figure(figsize=(8, 6.3))
-        axes = fig.subplots(len(rows), len(pick))
+        ]
+        if painter is not None:
+            rows.append(("CoordConv render", painter, "sigmoid"))
+        fig = Figure(figsize=(8, 2.1 * len(rows)))
+        axes = fig.subplots(len(rows), len(pick), squeeze=False)
         for r, (label, model, kind) in enumerate(rows):
-            out = predict(model, coords, batch_size=8)[:, 0]  # (4, H, W)
+            device = next(model.parameters()).device  # where the model was trained
+            out = predict(model, coords, batch_size=8, device=device)[:, 0]  # (4, H, W)
             img = out.flatten(1).softmax(1).view_as(out) if kind == "softmax" else out.sigmoid()
             for c in range(len(pick)):
                 ax = axes[r, c]
