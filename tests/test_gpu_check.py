@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "gpu_check.sh"
+LIMITS = ROOT / "tools" / "gpu_check_budgets.tsv"
 
 _FAKE_PAPERZOO = """#!/usr/bin/env bash
 # stand-in: exits with $FAKE_RC; with 0 it writes --out/results.json as a --max-steps run does
@@ -137,6 +138,47 @@ def test_a_spent_budget_fails_the_papers_not_started(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "2 of 2 papers FAILED" in proc.stdout
     assert proc.stdout.count("not started") >= 2
+
+
+def _limits() -> dict[str, int]:
+    """paper -> its limit on CUDA, plumbing_s + gpu_s from tools/gpu_check_budgets.tsv."""
+    rows = [ln.split("\t") for ln in LIMITS.read_text().splitlines() if not ln.startswith("#")]
+    return {r[0]: int(r[1]) + int(r[2]) for r in rows if r[0]}
+
+
+def test_each_paper_has_its_own_stated_limit_on_cuda(tmp_path: Path) -> None:
+    limits = _limits()
+    assert limits["perceiver"] != limits["coordconv"]
+    proc = _check(tmp_path, DEVICE="cuda", FAKE_GPUS="1", PAPERS="perceiver coordconv")
+    assert f"perceiver (torchrun x1, up to {limits['perceiver']}s)" in proc.stdout
+    assert f"coordconv (single, up to {limits['coordconv']}s)" in proc.stdout
+    heads = next(ln for ln in proc.stdout.splitlines() if ln.startswith("paper "))
+    assert heads.split()[:6] == ["paper", "mode", "status", "limit", "s", "wall"]
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("coordconv "))
+    assert row.split()[:4] == ["coordconv", "single", "ran", str(limits["coordconv"])]
+    # TIMEOUT, when set, is every paper's limit
+    (tmp_path / "override").mkdir()
+    proc = _check(
+        tmp_path / "override", DEVICE="cuda", FAKE_GPUS="1", PAPERS="coordconv", TIMEOUT="77"
+    )
+    assert "coordconv (single, up to 77s)" in proc.stdout
+    # a paper the table does not know does not start on CUDA
+    (tmp_path / "unknown").mkdir()
+    proc = _check(tmp_path / "unknown", DEVICE="cuda", FAKE_GPUS="1", PAPERS="coordconv nosuch")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "gpu-check: nosuch has no time limit in tools/gpu_check_budgets.tsv (add its row, or set "
+        "TIMEOUT)"
+    )
+
+
+def test_the_limits_cover_every_paper_and_fit_the_budget() -> None:
+    from paperzoo.experiments import EXPERIMENTS
+
+    limits = _limits()
+    assert sorted(limits) == sorted(EXPERIMENTS.names())
+    assert all(v > 0 for v in limits.values())
+    assert sum(limits.values()) <= 480  # the check's BUDGET on CUDA: 8 minutes on one GPU
 
 
 @pytest.mark.parametrize(

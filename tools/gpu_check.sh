@@ -28,13 +28,28 @@
 #       grid over ranks). They always run under `python -m torch.distributed.run --standalone
 #       --nproc_per_node=NPROC`, also with one GPU (NPROC=1), so that their NCCL collectives run.
 #   NPROC [torch.cuda.device_count() on CUDA, which honours CUDA_VISIBLE_DEVICES; 1 on CPU]
-#   TIMEOUT [180 s on CUDA, 900 s on CPU]: the most one paper may take.
+#   TIMEOUT [each paper's own limit on CUDA, 900 s on CPU]: the most one paper may take; when
+#       set, every paper gets it (an override of the table below).
 #   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
-#       included: each paper gets min(TIMEOUT, what is left); a paper with less than 10 s left
+#       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
 #       does not start and fails. On one GPU the check must end within 8 minutes.
 #   OUT [runs/gpu-check]  THREADS [1 on CPU, torch's default on CUDA]
 #   BIN [.venv/bin]: where python and paperzoo live.
 # Exit status: 0 when every paper listed ran, 1 otherwise (2: the check could not start).
+#
+# Each paper's limit on CUDA is stated in tools/gpu_check_budgets.tsv (a paper without a row
+# there does not start on CUDA unless TIMEOUT is set), as the sum of two figures:
+#   plumbing_s, measured: the wall seconds of that paper's run in this script's CPU plumbing
+#       mode (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`,
+#       the "wall s" column), once, on a 2-core host busy with other jobs: the start-up, imports,
+#       run directory, report and torchrun launch a GPU run pays too, inflated by that load.
+#   gpu_s, stated (not measured; no GPU run of the check yet): what the full config's 2-step run
+#       adds on one H200: CUDA start, reading the full data, building the full models, 2 steps of
+#       each loop (the first with cuDNN's algorithm search) and the evaluation cut to 2 batches;
+#       the table gives each paper's reason.
+# The ten limits add up to 415 s, leaving 65 s of the 480-s BUDGET for the synthetic data. The
+# summary prints each paper's limit beside its wall time: a paper near its limit is the place to
+# measure again (rewrite plumbing_s with this script's CPU wall time, gpu_s with the GPU's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 check_start=$(date +%s)
@@ -46,10 +61,11 @@ PAPERS=${PAPERS:-perceiver disentanglement obfuscated-gradients draw resnet path
 DDP_PAPERS=${DDP_PAPERS:-resnet perceiver disentanglement}
 OUT=${OUT:-runs/gpu-check}
 BIN=${BIN:-.venv/bin}
+LIMITS=tools/gpu_check_budgets.tsv
 SYNTH=${SYNTH:-0}
 DATA_ROOT=${DATA_ROOT:-}
 if [[ $DEVICE == cuda* ]]; then
-  TIMEOUT=${TIMEOUT:-180}
+  TIMEOUT=${TIMEOUT:-}  # empty: each paper's own limit (LIMITS)
   BUDGET=${BUDGET:-480}
 else
   TIMEOUT=${TIMEOUT:-900}
@@ -74,10 +90,20 @@ if [[ -z ${THREADS+x} ]]; then
 fi
 
 for v in STEPS TIMEOUT BUDGET NPROC; do
+  [[ $v == TIMEOUT && -z $TIMEOUT ]] && continue
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-check: $v must be a whole number, got '${!v}'" >&2; exit 2; }
 done
 [[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
 [[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
+
+# the paper's limit: TIMEOUT when set, else plumbing_s + gpu_s from its row in LIMITS
+limit_of() {
+  if [[ -n $TIMEOUT ]]; then echo "$TIMEOUT"; return; fi
+  awk -F'\t' -v p="$1" '!/^#/ && $1 == p && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ { print $2 + $3; exit }' "$LIMITS" 2>/dev/null
+}
+for p in $PAPERS; do
+  [[ -n $(limit_of "$p") ]] || { echo "gpu-check: $p has no time limit in $LIMITS (add its row, or set TIMEOUT)" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 if [[ -z $DATA_ROOT && $SYNTH == 1 ]]; then
   DATA_ROOT=$OUT/data
@@ -87,11 +113,12 @@ fi
 status=$OUT/status.tsv
 : >"$status"
 for p in $PAPERS; do
-  limit=$TIMEOUT
+  own=$(limit_of "$p")
+  limit=$own
   if [[ $BUDGET -gt 0 ]]; then
     left=$((BUDGET - ($(date +%s) - check_start)))
     if [[ $left -lt 10 ]]; then
-      printf '%s\t%s\t%s\t%s\t%s\n' "$p" "-" "budget" "0" "not started: the check's BUDGET of ${BUDGET} s was spent" >>"$status"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$p" "-" "budget" "$own" "0" "not started: the check's BUDGET of ${BUDGET} s was spent" >>"$status"
       echo "gpu-check: $p not started (BUDGET ${BUDGET} s spent)"
       continue
     fi
@@ -108,7 +135,7 @@ for p in $PAPERS; do
     cmd=("$BIN/paperzoo" "${args[@]}")
   fi
   rm -rf "${OUT:?}/$p"
-  echo "gpu-check: $p ($mode, up to ${limit}s): ${cmd[*]}"
+  echo "gpu-check: $p ($mode, up to ${limit}s$([[ $limit -lt $own ]] && echo " of its ${own}s")): ${cmd[*]}"
   start=$(date +%s)
   # the largest host memory (max RSS) of the run's processes, measured around `timeout`
   "$BIN/python" -c 'import resource, subprocess, sys
@@ -125,7 +152,7 @@ sys.exit(rc)' "$OUT/$p.rss" timeout --kill-after=15 "$limit" "${cmd[@]}" >"$OUT/
   [[ -n $last ]] || last=$(grep -E '^(\[rank[0-9]+\]: )?[A-Za-z_.]*(Error|Exception)\b' "$OUT/$p.log" | grep -v ChildFailedError | tail -n 1)
   [[ -n $last ]] || last=$(grep -v '^\s*$' "$OUT/$p.log" | tail -n 1)
   last=$(printf '%s' "$last" | tr '\t' ' ' | cut -c1-300)
-  printf '%s\t%s\t%s\t%s\t%s\n' "$p" "$mode" "$rc" "$wall" "$last" >>"$status"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$p" "$mode" "$rc" "$limit" "$wall" "$last" >>"$status"
   echo "gpu-check: $p exit $rc after ${wall}s (log: $OUT/$p.log)"
 done
 
@@ -141,7 +168,7 @@ def hms(s):
 
 rows, failed, total = [], 0, 0.0
 for line in Path(status).read_text().splitlines():
-    paper, mode, rc, wall, last = (line.split("\t") + [""] * 5)[:5]
+    paper, mode, rc, limit, wall, last = (line.split("\t") + [""] * 6)[:6]
     res, est, note = Path(out) / paper / "results.json", "—", ""
     rss_file = Path(out) / f"{paper}.rss"
     rss = rss_file.read_text().strip() if rss_file.is_file() and rc != "budget" else "—"
@@ -167,15 +194,15 @@ for line in Path(status).read_text().splitlines():
         state, note, failed = "FAILED (timed out)", f"after {wall} s", failed + 1
     else:
         state, note, failed = f"FAILED ({rc})", last.removeprefix("paperzoo: error: "), failed + 1
-    rows.append((paper, mode, state, wall, rss, est, note))
+    rows.append((paper, mode, state, limit, wall, rss, est, note))
 
 print()
 print(f"gpu-check: --scale {scale} --max-steps {steps} --device {device}, data root {data_root}"
       + (" (synthetic data: times rough, verdicts meaningless)" if synth == "1" and data_root != "none" else ""))
-heads = ("paper", "mode", "status", "wall s", "max RSS GiB", "estimate h:mm:ss", "note")
-widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(6)]
+heads = ("paper", "mode", "status", "limit s", "wall s", "max RSS GiB", "estimate h:mm:ss", "note")
+widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(7)]
 for r in [heads, *rows]:
-    print("  ".join(str(v).ljust(w) for v, w in zip(r[:6], widths)) + "  " + str(r[6]))
+    print("  ".join(str(v).ljust(w) for v, w in zip(r[:7], widths)) + "  " + str(r[7]))
 print(f"sum of the estimates that ran: {hms(total)} ({total / 3600:.1f} h)")
 print(f"the whole check: {hms(time.time() - int(check_start))}; "
       + (f"{failed} of {len(rows)} papers FAILED" if failed else f"all {len(rows)} papers ran"))
