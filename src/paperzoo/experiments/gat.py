@@ -73,7 +73,8 @@ from paperzoo.experiments.base import (
     RunContext,
     check_selection_run,
 )
-from paperzoo.metrics.classification import accuracy, predict
+from paperzoo.metrics import on_device
+from paperzoo.metrics.classification import predict
 from paperzoo.models.small import SmallCNN
 from paperzoo.utils.format import format_number
 
@@ -190,26 +191,61 @@ def _measured(acc: dict[str, dict[str, float]], eps: tuple[float, ...]) -> dict[
     return m
 
 
-def _attacked_accuracy(
+def _attacked_correct(
     model: nn.Module,
     attack: Callable[[Tensor, Tensor], Tensor],
     x: Tensor,
     y: Tensor,
     batch: int | None,
-) -> float:
-    """Accuracy of ``model`` on ``attack(x, y)``, attacked ``batch`` images at a time (one batch's
-    activations in memory, never the whole test set's; None: all at once).
+) -> Tensor:
+    """How many of ``attack(x, y)`` ``model`` classifies correctly, attacked ``batch`` images at a
+    time (one batch's activations in memory, never the whole test set's; None: all at once): a
+    0-dim tensor on the model's device (``x``, ``y`` are there too), not read.
 
     Shapes:
-        x: (N, C, H, W); y: (N,)
+        x: (N, C, H, W); y: (N,) -> ()
     """
-    if batch is None or batch >= len(x):
-        return accuracy(model, attack(x, y), y)
-    correct = 0
-    for i in range(0, len(x), batch):
-        xb, yb = x[i : i + batch], y[i : i + batch]
-        correct += int((predict(model, attack(xb, yb)).argmax(1) == yb).sum())
-    return correct / len(x)
+    step = len(x) if batch is None else max(1, batch)
+    correct = torch.zeros((), dtype=torch.int64, device=on_device.model_device(model))
+    for i in range(0, len(x), step):
+        xb, yb = x[i : i + step], y[i : i + step]
+        correct += on_device.count_correct(model, attack(xb, yb), yb)
+    return correct
+
+
+def correct_counts(
+    models: dict[str, nn.Module], x: Tensor, y: Tensor, cfg: Config, ctx: RunContext
+) -> dict[tuple[str, str], Tensor]:
+    """Per (model, metric): how many test images each model classifies correctly, clean, under
+    FGSM at each eps and (the undefended, FGSM-AT and GAT models) under PGD at each eps. Every
+    count is a 0-dim tensor on the models' device, where the attacks and the forwards run; none
+    is read here."""
+    counts: dict[tuple[str, str], Tensor] = {}
+    for name, model in models.items():
+        dev = on_device.model_device(model)
+        xd, yd = x.to(dev), y.to(dev)
+        counts[name, "clean"] = on_device.count_correct(model, xd, yd)
+        for e in cfg.eps:
+            fgsm = FGSM(model, eps=e)
+            counts[name, f"fgsm{e}"] = _attacked_correct(model, fgsm, xd, yd, cfg.eval_batch)
+        if name in ("plain", "fgsm_at", "gat"):
+            for e in cfg.eps:  # PGD at every FGSM eps
+                pgd = PGD(model, eps=e, alpha=e / 4, steps=cfg.pgd_steps,
+                          generator=ctx.generator("pgd", name, str(e)))  # fmt: skip
+                counts[name, f"pgd{e}"] = _attacked_correct(model, pgd, xd, yd, cfg.eval_batch)
+    return counts
+
+
+def evaluate(
+    models: dict[str, nn.Module], x: Tensor, y: Tensor, cfg: Config, ctx: RunContext
+) -> dict[str, dict[str, float]]:
+    """``acc[model][metric]``: the accuracies of ``correct_counts``, read in one transfer."""
+    counts = correct_counts(models, x, y, cfg, ctx)
+    acc: dict[str, dict[str, float]] = {name: {} for name in models}
+    values = on_device.fractions(list(counts.values()), len(x))
+    for (name, metric), a in zip(counts, values, strict=True):
+        acc[name][metric] = a
+    return acc
 
 
 def _noise_loss(eps: float, clip: tuple[float, float]) -> Callable[[nn.Module, Any], Tensor]:
@@ -308,23 +344,8 @@ class GATExperiment(Experiment):
             if gen is not None:
                 generator, gen_stats = gen, _generator_stats(history, cfg.steps)
 
-        acc: dict[str, dict[str, float]] = {}
         with ctx.final_evaluation():  # every model is trained: clean and attacked test accuracy
-            for name, model in models.items():
-                row = {"clean": accuracy(model, x_test, y_test)}
-                for e in cfg.eps:
-                    fgsm = FGSM(model, eps=e)
-                    row[f"fgsm{e}"] = _attacked_accuracy(
-                        model, fgsm, x_test, y_test, cfg.eval_batch
-                    )
-                if name in ("plain", "fgsm_at", "gat"):
-                    for e in cfg.eps:  # PGD at every FGSM eps
-                        pgd = PGD(model, eps=e, alpha=e / 4, steps=cfg.pgd_steps,
-                                  generator=ctx.generator("pgd", name, str(e)))  # fmt: skip
-                        row[f"pgd{e}"] = _attacked_accuracy(
-                            model, pgd, x_test, y_test, cfg.eval_batch
-                        )
-                acc[name] = row
+            acc = evaluate(models, x_test, y_test, cfg, ctx)  # on the run's device
 
         m = _measured(acc, cfg.eps)  # a claim whose models did not train is not measured
         m["gen.linf"] = gen_stats.get("gen_linf")
@@ -430,9 +451,9 @@ class GATExperiment(Experiment):
                 loss = adversarial_loss_fn(None)
             trainer = Trainer(model, opt, loss, config=tc, device=ctx.device, out_dir=out_dir)
         history = trainer.fit((split.x_train, split.y_train), resume=True)
-        model.cpu().eval()
+        model.eval()  # left on the run's device: evaluated there
         if generator is not None:
-            generator.cpu().eval()
+            generator.eval()
         return model, generator, history
 
     def _plot_acc(self, acc: dict[str, dict[str, float]], cfg: Config, ctx: RunContext) -> str:
@@ -458,11 +479,12 @@ class GATExperiment(Experiment):
     ) -> str:
         from paperzoo.adversarial.gat import input_gradient
 
+        dev = on_device.model_device(classifier)
         x, y = x[:6], y[:6]
         with torch.no_grad():
-            delta = generator(input_gradient(classifier, x, y))
+            delta = generator(input_gradient(classifier, x.to(dev), y.to(dev))).cpu()
         x_adv = (x + delta).clamp(0, 1)
-        pred = predict(classifier, x_adv).argmax(1)
+        pred = predict(classifier, x_adv, device=dev).argmax(1)
         fig = Figure(figsize=(9, 4.5))
         axes = fig.subplots(3, len(x))
         for c in range(len(x)):

@@ -83,7 +83,8 @@ from paperzoo.experiments.base import (
     RunContext,
     train_size,
 )
-from paperzoo.metrics.classification import accuracy, predict
+from paperzoo.metrics import on_device
+from paperzoo.metrics.classification import predict
 from paperzoo.models.small import MLP, WRMNet, activation
 
 log = logging.getLogger(__name__)
@@ -257,14 +258,17 @@ def boundary_points(model: nn.Module, *, lim: float, grid: int) -> Tensor:
     """Points on the decision boundary of a 2-class 2-D model, on a ``grid`` x ``grid`` lattice.
 
     The boundary is where the logit difference f = z_1 - z_0 changes sign between neighbouring
-    lattice points; its crossing is located by linear interpolation of f along the edge.
+    lattice points; its crossing is located by linear interpolation of f along the edge. The
+    lattice and the points are on the model's device.
 
     Shapes:
         -> (M, 2)
     """
-    g = torch.linspace(-lim, lim, grid)
+    g = torch.linspace(-lim, lim, grid, device=on_device.model_device(model))
     yy, xx = torch.meshgrid(g, g, indexing="ij")  # (G, G); row = y, column = x
-    logits = predict(model, torch.stack([xx.flatten(), yy.flatten()], 1), batch_size=65536)
+    logits = on_device.logits_on_device(
+        model, torch.stack([xx.flatten(), yy.flatten()], 1), batch_size=65536
+    )
     f = (logits[:, 1] - logits[:, 0]).view(grid, grid)
     h = g[1] - g[0]
     pts = []
@@ -296,7 +300,8 @@ def boundary_distances(model: nn.Module, x: Tensor, *, lim: float, grid: int) ->
 
 
 def _distances_to(b: Tensor, x: Tensor, *, lim: float) -> Tensor:
-    """``boundary_distances`` from located boundary points ``b`` (M, 2)."""
+    """``boundary_distances`` from located boundary points ``b`` (M, 2), on their device."""
+    x = x.to(b.device)
     if len(b) == 0:
         return lim - x.abs().amax(1)
     return torch.cat([torch.cdist(x[i : i + 2048], b).amin(1) for i in range(0, len(x), 2048)])
@@ -313,15 +318,10 @@ def boundary_radius(model: nn.Module, *, lim: float, grid: int) -> dict[str, flo
 
 def _radius_of(b: Tensor) -> dict[str, float]:
     """``boundary_radius`` from located boundary points ``b`` (M, 2)."""
-    r = b.norm(dim=1)
+    r, names = b.norm(dim=1), ("mean", "std", "min", "max")
     if len(r) < 2:
-        return {"mean": float("nan"), "std": float("nan"), "min": float("nan"), "max": float("nan")}
-    return {
-        "mean": r.mean().item(),
-        "std": r.std().item(),
-        "min": r.min().item(),
-        "max": r.max().item(),
-    }
+        return dict.fromkeys(names, float("nan"))
+    return dict(zip(names, torch.stack([getattr(r, k)() for k in names]).tolist(), strict=True))
 
 
 def boundary_geometry(
@@ -332,10 +332,11 @@ def boundary_geometry(
     distance from the origin (``radius``, see ``boundary_radius``)."""
     points = {k: boundary_points(m, lim=lim, grid=grid) for k, m in models.items()}  # once each
     per_point = {k: _distances_to(b, x, lim=lim) for k, b in points.items()}
+    inner = {k: (y == 0).to(d.device) for k, d in per_point.items()}
     return {
         "min": {k: d.min().item() for k, d in per_point.items()},
         "by_class": {
-            k: {"inner": d[y == 0].min().item(), "outer": d[y == 1].min().item()}
+            k: {"inner": d[inner[k]].min().item(), "outer": d[~inner[k]].min().item()}
             for k, d in per_point.items()
         },
         "radius": {k: _radius_of(b) for k, b in points.items()},
@@ -376,8 +377,10 @@ def pgm_errors(
     clip: tuple[float, float] | None = MNIST_CLIP,
 ) -> list[float]:
     """Error of ``model`` under l2 PGM (Eq. 16: PGD, step 2.5 eps / steps, no random start) per
-    budget; ``clip`` boxes the attack (default: none, like the MNIST training adversaries)."""
-    errs = []
+    budget; ``clip`` boxes the attack (default: none, like the MNIST training adversaries). The
+    attacks and the counts run on the model's device; the errors are read once, at the end."""
+    x, y = (t.to(on_device.model_device(model)) for t in (x, y))
+    correct = []
     for eps in budgets:
         pgm = make_trainer_attack("pgm", eps=eps, gamma=0.0, steps=steps, clip=clip)
         assert pgm is not None
@@ -385,8 +388,8 @@ def pgm_errors(
         adv = torch.cat(
             [attack(x[i : i + batch], y[i : i + batch]) for i in range(0, len(x), batch)]
         )
-        errs.append(1.0 - accuracy(model, adv, y))
-    return errs
+        correct.append(on_device.count_correct(model, adv, y))
+    return [1.0 - a for a in on_device.fractions(correct, len(x))]
 
 
 CONFIGS = {
@@ -530,8 +533,7 @@ class WRMExperiment(Experiment):
                     out_dir=ctx.out_dir / "runs" / tag, device=ctx.device, seed=ctx.seed,
                     progress=ctx.progress, desc=tag, resume=True,
                 )  # fmt: skip
-                model = model.cpu()
-                acc = accuracy(model, xtr, ytr)
+                acc = on_device.accuracy_on_device(model, xtr, ytr)  # on the run's device
                 attempts[method].append(acc)
                 if best is None or acc > best[0]:
                     best = (acc, model)
@@ -547,7 +549,7 @@ class WRMExperiment(Experiment):
             if method == "wrm":
                 surrogate, _ = robust_surrogate(
                     model, xtr, ytr, gamma=gamma, steps=cfg.cert_steps,
-                    step_size=cfg.cert_step_size, batch_size=5000,
+                    step_size=cfg.cert_step_size, batch_size=5000, device=ctx.device,
                 )  # fmt: skip
                 eps = math.sqrt(surrogate.rho)  # Eq. 17: eps^2 = rho_hat_n(theta_WRM)
         return models, eps, attempts
@@ -563,11 +565,12 @@ class WRMExperiment(Experiment):
             lim = float(max(xtr.abs().max(), xte.abs().max())) + 0.5  # boundary grid window
             geometry = boundary_geometry(models, xtr, ytr, lim=lim, grid=cfg.grid)
             dist, dist_by_class, radius = geometry["min"], geometry["by_class"], geometry["radius"]
-            acc = {k: accuracy(m, xte, yte) for k, m in models.items()}
+            acc = on_device.accuracies(models, xte, yte)
             gammas = [gamma * f for f in cfg.cert_gammas]
             check = check_certificate(
                 models["wrm"], xtr, ytr, xte, yte, gamma=gamma, gammas=gammas,
                 steps=cfg.cert_steps, step_size=cfg.cert_step_size, batch_size=5000,
+                device=ctx.device,
             )  # fmt: skip
         raw_margin = check.raw_margin
         measured = {
@@ -660,20 +663,20 @@ class WRMExperiment(Experiment):
                 device=ctx.device, seed=ctx.seed, progress=ctx.progress, desc=f"mnist-{method}",
                 resume=True, channels_last=cfg.channels_last,
             )  # fmt: skip
-            models[method] = model.cpu()
+            models[method] = model  # stays on the run's device: evaluated there
             if method == "wrm":
                 n = min(len(xtr), 1000)
                 # Eq. 17 with WRM's own training ascent (adv_steps, no box): a longer ascent
                 # keeps moving at gamma = 0.04 C2 (seed 100: rho 0.23 / 1.04 after 5 / 50 steps)
                 surrogate, _ = robust_surrogate(
                     model, xtr[:n], ytr[:n], gamma=gamma, steps=cfg.adv_steps, clip=MNIST_CLIP,
-                    batch_size=250,
+                    batch_size=250, device=ctx.device,
                 )  # fmt: skip
                 eps = math.sqrt(surrogate.rho)  # Eq. 17: the baselines' budget matches WRM's
                 wrm_report = surrogate.to_dict()
 
         with ctx.final_evaluation():  # every model is trained: clean and attacked test error
-            acc = {k: accuracy(m, split.x_test, split.y_test) for k, m in models.items()}
+            acc = on_device.accuracies(models, split.x_test, split.y_test)
             n = budget.items(cfg.attack_n, 500)  # (--max-steps: a batch or two)
             xa, ya = split.x_test[:n], split.y_test[:n]
             budgets = [r * c2 for r in cfg.attack_budgets]
@@ -733,7 +736,8 @@ class WRMExperiment(Experiment):
         show = torch.randperm(len(x), generator=ctx.generator("figure"))[:2000]
         circle = torch.linspace(0, 2 * math.pi, 200)
         for ax, method in zip(axes, SPHERES_METHODS, strict=True):
-            logits = predict(models[method], torch.stack([xx.flatten(), yy.flatten()], 1))
+            grid_xy = torch.stack([xx.flatten(), yy.flatten()], 1)
+            logits = predict(models[method], grid_xy, device=on_device.model_device(models[method]))
             f = (logits[:, 1] - logits[:, 0]).view(300, 300)
             ax.scatter(x[show, 0], x[show, 1], c=y[show], s=2, cmap="coolwarm", alpha=0.5)
             ax.contour(xx.numpy(), yy.numpy(), f.numpy(), levels=[0.0], colors="k")

@@ -2,7 +2,9 @@
 training loop for every model (``fit``: Adam, a step-size schedule, optional micro-batches, the
 authors' L2 penalty, the deconv's switch to running batch-norm statistics), the three tasks'
 fits (``fit_classifier``, ``fit_regressor``, ``fit_renderer``) and the metrics (accuracy,
-RMSE in pixels, IoU). Settings: ``config.py``; protocol and measurements: docs/coordconv.md.
+RMSE in pixels, IoU). A trained model stays on the run's device; each metric runs on the device
+its model is on and reads its number once. Settings: ``config.py``; protocol and measurements:
+docs/coordconv.md.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from paperzoo.data.not_so_clevr import (
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.coordconv.config import SCHEDULES, Config
-from paperzoo.metrics.classification import predict
+from paperzoo.metrics import on_device
 from paperzoo.models.coordconv import (
     ConvRegressor,
     CoordConvPainter,
@@ -60,17 +62,20 @@ def limit(t: Tensor, n: int | None) -> Tensor:
 
 
 def classification_acc(model: nn.Module, centres: Tensor) -> float:
-    logits = predict(model, scale_coords(centres), batch_size=16).flatten(1)  # (N, H*W)
-    return (logits.argmax(1) == _pixel_index(centres)).float().mean().item()
+    """Share of ``centres`` whose pixel is the argmax of the painter's logits (N, H*W)."""
+    logits = on_device.logits_on_device(model, scale_coords(centres), batch_size=16).flatten(1)
+    correct = (logits.argmax(1) == _pixel_index(centres).to(logits.device)).sum()
+    return on_device.fractions([correct], len(centres))[0]
 
 
 def regression_pred(model: nn.Module, centres: Tensor) -> Tensor:
-    """Predicted centres in pixels. (N, 2) -> (N, 2)."""
-    return predict(model, onehot_images(centres), batch_size=128) * CANVAS
+    """Predicted centres in pixels, on the model's device. (N, 2) -> (N, 2)."""
+    return on_device.logits_on_device(model, onehot_images(centres), batch_size=128) * CANVAS
 
 
 def rmse_px(model: nn.Module, centres: Tensor) -> float:
-    err = regression_pred(model, centres) - centres.float()
+    pred = regression_pred(model, centres)
+    err = pred - centres.float().to(pred.device)
     return err.pow(2).sum(1).mean().sqrt().item()
 
 
@@ -94,11 +99,13 @@ def max_on_hot_pixel(model: CoordConvRegressor, centres: Tensor) -> float:
     weights that read it."""
     was_training = model.training
     model.eval()
+    dev = on_device.model_device(model)
     try:
         with torch.no_grad():
-            maps = torch.cat([model.maps(onehot_images(c)) for c in centres.split(128)])
+            maps = torch.cat([model.maps(onehot_images(c).to(dev)) for c in centres.split(128)])
     finally:
         model.train(was_training)
+    centres = centres.to(dev)
     idx = maps.flatten(2).argmax(2)  # (N, 2, H, W) -> (N, 2) flat pixel index
     rows, cols = idx // CANVAS, idx % CANVAS
     near = ((rows - centres[:, :1]).abs() <= 2) & ((cols - centres[:, 1:]).abs() <= 2)
@@ -106,8 +113,8 @@ def max_on_hot_pixel(model: CoordConvRegressor, centres: Tensor) -> float:
 
 
 def mean_iou(model: nn.Module, centres: Tensor) -> float:
-    pred = predict(model, scale_coords(centres), batch_size=16) > 0  # logit > 0 <=> p > 0.5
-    true = square_images(centres) > 0.5
+    pred = on_device.logits_on_device(model, scale_coords(centres), batch_size=16) > 0  # p > 0.5
+    true = square_images(centres).to(pred.device) > 0.5
     inter = (pred & true).sum((1, 2, 3)).float()
     union = (pred | true).sum((1, 2, 3)).float()
     return (inter / union).mean().item()
@@ -123,7 +130,7 @@ def _accumulating_step(
     def step(model: nn.Module, batch: tuple[Tensor, ...]) -> dict[str, Tensor]:
         n = len(batch[0])
         optimizer.zero_grad(set_to_none=True)
-        total = torch.zeros(())
+        total = torch.zeros((), device=batch[0].device)
         parts = list(zip(*(t.split(chunk) for t in batch), strict=True))
         for k, part in enumerate(parts):
             with sync_gradients_if(model, sync=k == len(parts) - 1):
@@ -261,9 +268,7 @@ def fit(
         out_dir=ctx.out_dir / "runs" / tag,
         manual=manual,
     )
-    hist = trainer.fit(data, resume=True)
-    model.cpu()
-    return hist
+    return trainer.fit(data, resume=True)  # the model stays on the run's device
 
 
 def load_data(
