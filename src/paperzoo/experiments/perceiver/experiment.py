@@ -20,10 +20,7 @@ from paperzoo.data import load_dataset
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.data.splits import validation_split
 from paperzoo.data.transforms import as_set
-from paperzoo.engine import precision as num_precision
 from paperzoo.engine import step_decay
-from paperzoo.engine.distributed import agree_max, all_reduce_means
-from paperzoo.engine.precision import to_float32
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
@@ -44,6 +41,8 @@ from paperzoo.experiments.perceiver.training import (
     Candidate,
     build_imagenet_models,
     build_models,
+    count_top1,
+    evaluation_share,
     fit,
     fit_imagenet,
     imagenet_param_counts,
@@ -296,7 +295,6 @@ class PerceiverExperiment(Experiment):
             eval_transform,
             imagenet_info,
             iterate_eval,
-            normalize,
             scan_image_folder,
             train_transform,
         )
@@ -394,41 +392,22 @@ class PerceiverExperiment(Experiment):
             "resnet50_raster": models["resnet50_raster"],
             "resnet50_permuted": models["resnet50_permuted"],
         }
-        correct = dict.fromkeys(evaluated, 0)
-        max_diff = 0.0
-        n_seen = 0
         for m in evaluated.values():
             m.eval()
         # Under torchrun each rank evaluates its share of the images (counts summed over the
         # ranks, the invariance check on each rank's first share of its images), at the run's
         # precision (bf16 autocast under --precision bf16, as in training).
         rank, world = ctx.dist.rank, ctx.dist.world_size
-        invariance = -(-cfg.invariance_images // world)
-        with ctx.final_evaluation(), torch.no_grad():
-            # A fixed shuffled order: the first n_eval images of a capped run span the classes.
-            order = np.random.default_rng(0).permutation(len(val))[:n_eval][rank::world]
+        with ctx.final_evaluation():
             batches = iterate_eval(
                 val, batch_size=cfg.eval_batch, transform=evaluate, workers=cfg.workers,
-                order=order, prefetch=cfg.prefetch, pin_memory=on_cuda,
+                order=evaluation_share(len(val), n_eval, rank, world), prefetch=cfg.prefetch,
+                pin_memory=on_cuda,
             )  # fmt: skip
-            for x, y in batches:
-                for start in range(0, len(y), cfg.micro_batch):
-                    xb = normalize(x[start : start + cfg.micro_batch].to(ctx.device))
-                    yb = y[start : start + cfg.micro_batch].to(ctx.device)
-                    with num_precision.autocast_forward():
-                        logits = {k: to_float32(m(xb)) for k, m in evaluated.items()}
-                    for key, out in logits.items():
-                        correct[key] += int((out.argmax(1) == yb).sum())
-                    if n_seen < invariance:
-                        k = min(len(yb), invariance - n_seen)
-                        diff = logits["perceiver_raster"][:k] - logits["perceiver_permuted"][:k]
-                        max_diff = max(max_diff, diff.abs().max().item())
-                    n_seen += len(yb)
-        if ctx.dist.enabled:
-            sums = [v * world for v in all_reduce_means([*correct.values(), n_seen])]
-            correct = {k: round(v) for k, v in zip(correct, sums, strict=False)}
-            n_seen = round(sums[-1])
-            (max_diff,) = agree_max(max_diff)
+            correct, n_seen, max_diff = count_top1(
+                evaluated, batches, device=ctx.device, micro_batch=cfg.micro_batch,
+                invariance=-(-cfg.invariance_images // world),
+            )  # fmt: skip
         top1 = {k: v / max(1, n_seen) for k, v in correct.items()}
         for key in evaluated:
             log.info("%s: top-1 %.4f on %d validation images", key, top1[key], n_seen)

@@ -1,25 +1,30 @@
 """Training of the Perceiver reproduction's models: the seven digit models (``build_models``,
 ``fit``: AdamW, linear warm-up then cosine decay, random one-pixel translations) and the ImageNet
 models of the paper's Tab. 2 (``build_imagenet_models``, ``fit_imagenet``: LAMB or SGD, step
-decays, micro- or ghost batches with one gradient all-reduce per step).
+decays, micro- or ghost batches with one gradient all-reduce per step) and their evaluation on the
+validation images, split over the ranks (``evaluation_share``, ``count_top1``).
 
 Protocol and choices: docs/perceiver.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
 from paperzoo.data.transforms import as_set, translate
 from paperzoo.engine import TrainConfig, Trainer, seeded, warmup_cosine
+from paperzoo.engine import precision as num_precision
+from paperzoo.engine.distributed import collective_device, current
 from paperzoo.experiments.perceiver.config import Config, PerceiverImageNetConfig
 from paperzoo.models.perceiver import (
     IMAGENET,
@@ -289,3 +294,62 @@ def imagenet_param_counts() -> tuple[int, int]:
         n_shared = count_params(Perceiver(config=IMAGENET))
         n_unshared = count_params(Perceiver(config=replace(IMAGENET, share_weights=False)))
     return n_shared, n_unshared
+
+
+def evaluation_share(n_images: int, n_eval: int, rank: int, world: int) -> np.ndarray:
+    """The validation images rank ``rank`` of ``world`` evaluates, as indices into the
+    ``n_images``: a fixed shuffled order (seed 0, so that the first ``n_eval`` images of a capped
+    run span the classes) cut to its first ``n_eval`` images and dealt out round-robin. The
+    shares of the ranks are disjoint, their sizes differ by at most one, and together they are
+    those ``n_eval`` images, each once."""
+    if not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is not one of {world} ranks")
+    return np.random.default_rng(0).permutation(n_images)[:n_eval][rank::world]
+
+
+@torch.no_grad()
+def count_top1(
+    models: Mapping[str, nn.Module],
+    batches: Iterable[tuple[Tensor, Tensor]],
+    *,
+    device: str | torch.device,
+    micro_batch: int,
+    invariance: int,
+    pair: tuple[str, str] = ("perceiver_raster", "perceiver_permuted"),
+) -> tuple[dict[str, int], int, float]:
+    """Top-1 counts of ``models`` (eval mode, on ``device``) on this rank's ``batches``, summed
+    over the ranks of the process group: (correct images per model, images, max |logit
+    difference| between the two models of ``pair`` on each rank's first ``invariance`` images,
+    maximised over the ranks).
+
+    Each batch (uint8 images, normalised on the device) runs in chunks of ``micro_batch`` under
+    the run's precision (bf16 autocast under ``--precision bf16``, as in training; logits cast to
+    float32). The counts add up on the device and are read once, after the all-reduce.
+    """
+    from paperzoo.data.imagenet import normalize
+
+    keys = list(models)
+    first, second = keys.index(pair[0]), keys.index(pair[1])
+    correct = torch.zeros(len(keys), dtype=torch.int64, device=device)
+    worst = torch.zeros((), device=device)
+    n_seen = 0  # on the host too: the batch sizes are known there
+    for x, y in batches:
+        for start in range(0, len(y), micro_batch):
+            xb = normalize(x[start : start + micro_batch].to(device))
+            yb = y[start : start + micro_batch].to(device)
+            with num_precision.autocast_forward():
+                logits = [num_precision.to_float32(models[k](xb)) for k in keys]
+            correct += torch.stack([(out.argmax(1) == yb).sum() for out in logits])
+            if n_seen < invariance:
+                k = min(len(yb), invariance - n_seen)
+                diff = (logits[first][:k] - logits[second][:k]).abs().max()
+                worst = torch.maximum(worst, diff)
+            n_seen += len(yb)
+    totals = torch.cat([correct, correct.new_tensor([n_seen])])  # + this rank's images
+    if current().enabled:  # one sum and one max over the ranks, on a device the group serves
+        totals, worst = totals.to(collective_device()), worst.to(collective_device())
+        dist.all_reduce(totals)
+        dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+    *values, max_diff = torch.cat([totals.double(), worst.double().view(1)]).tolist()
+    counts = [round(v) for v in values]
+    return dict(zip(keys, counts[:-1], strict=True)), counts[-1], max_diff
