@@ -4,11 +4,17 @@ Two CPU processes (gloo) train one data-parallel model with the Trainer under a 
 whose timeout is short (``SHORT``), so that a rank left waiting in a collective fails the test
 in seconds instead of hanging:
 
-* ``nan``: ``PAPERZOO_INJECT_NAN=1:3`` makes rank 1's loss NaN at step 3; every rank raises
-  ``NonFiniteLossError`` at step 3 (rank 0 is told it was another rank's loss).
-* ``stop``: rank 1 alone receives SIGTERM during step 2; every rank stops after that step, the
-  stop checkpoint is at step 3, and a resumed run ends with the weights of an uninterrupted one.
-  Each logged record is the mean over the ranks, the same on both (also once resumed).
+The ranks meet at sync points only (every ``log_every`` = 2 steps here, before checkpoints and
+evaluations), not at every step:
+
+* ``nan``: ``PAPERZOO_INJECT_NAN=1:2`` makes rank 1's loss NaN at step 2; the NaN gradient
+  reaches rank 0's weights, so rank 0's own loss is NaN from step 3. At the sync point after
+  step 3 every rank raises ``NonFiniteLossError`` naming step 2, the earliest over the ranks
+  (rank 0 is told it was another rank's loss).
+* ``stop``: rank 1 alone receives SIGTERM during step 2; every rank stops at the next sync point
+  (after step 3: ``trainer.step`` 4), the stop checkpoint is at step 4, and a resumed run ends
+  with the weights of an uninterrupted one. Each logged record is the mean over the ranks, the
+  same on both (also once resumed).
 * ``resume``: rank 0 finds a checkpoint, rank 1 none (an ``--out`` the ranks do not share):
   both raise ``CheckpointError`` instead of one resuming while the other starts afresh.
 * ``unshared``: each rank's ``--out`` is a directory of its own: every rank fails in one line
@@ -80,7 +86,8 @@ def test_inject_nan_is_parsed_once_and_checked(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.parametrize("manual", [False, True])
 def test_inject_nan_in_one_process(monkeypatch: pytest.MonkeyPatch, manual: bool) -> None:
-    """Rank 0 of no group: the loss of step 4 is NaN; the steps before it trained as usual."""
+    """Rank 0 of no group: the loss of step 4 is NaN; the steps before it trained as usual, and
+    the error, raised at the next sync point (the last step, 6), names step 4."""
     monkeypatch.setenv(INJECT_NAN_ENV, "0:4")
     m, opt = _model()
 
@@ -101,7 +108,7 @@ def test_inject_nan_in_one_process(monkeypatch: pytest.MonkeyPatch, manual: bool
     with pytest.raises(NonFiniteLossError, match="at step 4") as err:
         trainer.fit(_data())
     assert err.value.step == 4 and not err.value.elsewhere
-    assert trainer.step == 4 and [r["step"] for r in trainer.history.records] == [2, 4]
+    assert trainer.step == 6 and [r["step"] for r in trainer.history.records] == [2, 4]
     monkeypatch.setenv(INJECT_NAN_ENV, "1:4")  # another rank: nothing injected here
     m, opt = _model()
     Trainer(m, opt, _loss, config=_cfg()).fit(_data())
@@ -123,14 +130,14 @@ def _worker(mode: str, out: Path) -> int:
     info = init_distributed("cpu", timeout=SHORT)
     result: dict = {"rank": info.rank}
     t0 = time.monotonic()
-    if mode == "nan":  # PAPERZOO_INJECT_NAN=1:3 in the environment
+    if mode == "nan":  # PAPERZOO_INJECT_NAN=1:2 in the environment
         m, opt = _model()
         trainer = Trainer(m, opt, _loss, config=_cfg())
         result["broadcast_buffers"] = trainer._train_model.broadcast_buffers  # no BN statistics
         try:
             trainer.fit(_data())
         except NonFiniteLossError as err:
-            result.update(error="nan", step=err.step, elsewhere=err.elsewhere)
+            result.update(error="nan", step=err.step, elsewhere=err.elsewhere, at=trainer.step)
     elif mode == "stop":
         m, opt = _model()
         hist = Trainer(m, opt, _loss, config=_cfg()).fit(_data())
@@ -206,10 +213,10 @@ def _launch(mode: str, out: Path, **env: str) -> list[dict]:
 
 
 def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path) -> None:
-    ranks = _launch("nan", tmp_path, **{INJECT_NAN_ENV: "1:3"})
-    assert [(r["error"], r["step"], r["elsewhere"]) for r in ranks] == [
-        ("nan", 3, True),
-        ("nan", 3, False),
+    ranks = _launch("nan", tmp_path, **{INJECT_NAN_ENV: "1:2"})
+    assert [(r["error"], r["step"], r["elsewhere"], r["at"]) for r in ranks] == [
+        ("nan", 2, True, 4),
+        ("nan", 2, False, 4),
     ]
     assert [r["broadcast_buffers"] for r in ranks] == [False, False]
 
@@ -217,10 +224,10 @@ def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path) -> None:
 def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> None:
     ranks = _launch("stop", tmp_path)
     assert [(r["error"], r["step"], r["signum"]) for r in ranks] == [
-        ("interrupted", 3, signal.SIGTERM),
+        ("interrupted", 4, signal.SIGTERM),
     ] * 2
-    assert [r["stop_checkpoint"] for r in ranks] == [3, 3]
-    for r in ranks:  # the resumed run continued at step 3 and ended where one run ends
+    assert [r["stop_checkpoint"] for r in ranks] == [4, 4]
+    for r in ranks:  # the resumed run continued at step 4 and ended where one run ends
         assert [rec["step"] for rec in r["resumed_history"]] == [2, 4, 6]
         assert r["resumed"] == r["uninterrupted"]
     # each logged record is the mean over the ranks: the same on both, also once resumed

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
+from paperzoo.engine.checkpoint import latest_step, load_state, save_state
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.trainer import BatchSampler
 
@@ -58,17 +59,104 @@ def test_resume_continues_the_exact_trajectory(tmp_path):
     assert t2.history.records[-1]["step"] == 30
 
 
-def test_nan_loss_names_the_step():
+@pytest.mark.parametrize("kind", ["tensor", "manual-float"])
+def test_nan_loss_names_the_step(kind):
+    """The loss of step 3 is NaN: the error, raised at the next sync point (step 6, log_every 3),
+    names step 3; a manual step that returns Python floats is checked the same way."""
     m, opt = _model_and_opt()
     calls = {"n": 0}
 
     def bad_loss(model, batch):
         calls["n"] += 1
         loss = _loss(model, batch)
-        return loss * float("nan") if calls["n"] == 4 else loss
+        if kind == "tensor":
+            return loss * float("nan") if calls["n"] == 4 else loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return {"loss": float("nan") if calls["n"] == 4 else loss.item(), "one": 1}
 
+    manual = kind != "tensor"
+    trainer = Trainer(m, None if manual else opt, bad_loss, config=_cfg(10), manual=manual)
+    with pytest.raises(NonFiniteLossError, match="loss became nan at step 3") as err:
+        trainer.fit(_data())
+    assert err.value.step == 3 and not err.value.elsewhere
+    assert trainer.step == 6 and [r["step"] for r in trainer.history.records] == [3]
+
+
+def test_no_checkpoint_holds_weights_trained_past_a_nan(tmp_path):
+    """A checkpoint is a sync point: the NaN of step 3 raises before the checkpoint of step 5."""
+    m, opt = _model_and_opt()
+    calls = {"n": 0}
+
+    def bad_loss(model, batch):
+        calls["n"] += 1
+        return _loss(model, batch) * (float("nan") if calls["n"] == 4 else 1.0)
+
+    cfg = TrainConfig(steps=10, batch_size=16, log_every=10, checkpoint_every=5, progress=False)
+    trainer = Trainer(m, opt, bad_loss, config=cfg, out_dir=tmp_path)
     with pytest.raises(NonFiniteLossError, match="at step 3"):
-        Trainer(m, opt, bad_loss, config=_cfg(10)).fit(_data())
+        trainer.fit(_data())
+    assert trainer.step == 5 and latest_step(tmp_path / "checkpoints") is None
+
+
+def test_a_step_that_fails_after_a_nan_reports_the_nan():
+    """Weights trained past a NaN can make a later step fail before the sync point (here: a
+    sampler given NaN probabilities); the error is the divergence, naming its step."""
+    m, opt = _model_and_opt()
+    calls = {"n": 0}
+
+    def loss_fn(model, batch):
+        calls["n"] += 1
+        x, y = batch
+        probs = model(x).softmax(1)
+        if calls["n"] > 4:
+            torch.multinomial(probs, 1)  # raises on NaN probabilities
+        return nn.functional.cross_entropy(model(x), y) * (float("nan") if calls["n"] == 4 else 1)
+
+    cfg = TrainConfig(steps=10, batch_size=16, log_every=10, progress=False)
+    with pytest.raises(NonFiniteLossError, match="at step 3") as err:
+        Trainer(m, opt, loss_fn, config=cfg).fit(_data())
+    assert isinstance(err.value.__cause__, RuntimeError) and calls["n"] == 5
+
+
+def test_the_host_reads_device_values_only_at_sync_points(monkeypatch):
+    """No host sync per step: the loss and a tensor metric stay on the device, and the host
+    reads them once per log_every window (steps 5, 10, 15, 20 of 20), in one transfer; the
+    records are the means of the steps' values."""
+    m, opt = _model_and_opt()
+    seen: list[tuple[float, float]] = []
+
+    def loss_fn(model, batch):
+        x, y = batch
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        acc = (logits.argmax(1) == y).float()  # several elements: logged as their mean
+        seen.append((loss.detach().clone(), acc.mean()))
+        return loss, {"acc": acc, "lr": 0.1}
+
+    cfg = TrainConfig(steps=20, batch_size=16, log_every=5, progress=False)
+    trainer = Trainer(m, opt, loss_fn, config=cfg)
+    reads: list[int] = []
+
+    def counted(original):
+        def read(self, *args, **kwargs):
+            reads.append(trainer.step)
+            return original(self, *args, **kwargs)
+
+        return read
+
+    for name in ("item", "tolist", "__float__", "__int__", "__bool__", "numpy"):
+        monkeypatch.setattr(torch.Tensor, name, counted(getattr(torch.Tensor, name)))
+    hist = trainer.fit(_data())
+    monkeypatch.undo()
+    assert reads == [5, 10, 15, 20]
+    assert [r["step"] for r in hist.records] == [5, 10, 15, 20]
+    for i, rec in enumerate(hist.records):
+        window = seen[5 * i : 5 * i + 5]
+        assert rec["loss"] == pytest.approx(sum(float(v[0]) for v in window) / 5, rel=1e-12)
+        assert rec["acc"] == pytest.approx(sum(float(v[1]) for v in window) / 5, rel=1e-12)
+        assert rec["lr"] == pytest.approx(0.1)
 
 
 def test_manual_step_and_eval_fn():
@@ -194,3 +282,18 @@ def test_ddp_broadcasts_buffers_only_for_batch_norm_statistics() -> None:
     with_constant = nn.Linear(2, 2)
     with_constant.register_buffer("positions", torch.zeros(3))
     assert not has_running_stats(with_constant)
+
+
+def test_a_checkpoint_of_per_step_window_values_still_resumes(tmp_path):
+    """Checkpoints written before the window kept sums hold the values of its steps: resuming
+    one sums them, so the next record is the same mean."""
+    data = _data()
+    m, opt = _model_and_opt()
+    ref = Trainer(m, opt, _loss, config=_cfg(5, checkpoint_every=4), out_dir=tmp_path).fit(data)
+    step, state = load_state(tmp_path / "checkpoints", 4)  # step 3's loss not logged yet
+    window = state.pop("window_sums")
+    assert step == 4 and window["counts"] == {"loss": 1}
+    state["window"] = {"loss": [window["sums"]["loss"]]}  # the older form
+    save_state(tmp_path / "old" / "checkpoints", 4, state)
+    again = Trainer(*_model_and_opt(), _loss, config=_cfg(5), out_dir=tmp_path / "old")
+    assert again.fit(data, resume=True).records == ref.records

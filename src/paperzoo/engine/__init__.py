@@ -1,6 +1,7 @@
 """The training engine shared by every paper: loop, checkpoints and resume, clean stops on
 SIGINT / SIGTERM (``engine.interrupt``), step budgets with a time estimate (``engine.budget``,
-``--max-steps``), learning-rate schedules (``engine.schedules``), seeding, DDP."""
+``--max-steps``), learning-rate schedules (``engine.schedules``), metrics summed on the device
+between logged records (``engine.window``), seeding, DDP."""
 
 from paperzoo.engine.checkpoint import (
     CheckpointError,
@@ -14,16 +15,19 @@ from paperzoo.engine.interrupt import Interrupted
 from paperzoo.engine.schedules import cosine, step_decay, warmup_cosine
 from paperzoo.engine.seeding import derive_seed, make_generator, seed_everything, seeded
 from paperzoo.engine.trainer import History, NonFiniteLossError, Stateful, TrainConfig, Trainer
+from paperzoo.engine.window import MetricWindow, WindowRead
 
 __all__ = [
     "CheckpointError",
     "DistInfo",
     "History",
     "Interrupted",
+    "MetricWindow",
     "NonFiniteLossError",
     "Stateful",
     "TrainConfig",
     "Trainer",
+    "WindowRead",
     "cosine",
     "current",
     "derive_seed",

@@ -2,19 +2,29 @@
 
 A ``Trainer`` owns: batch sampling (a deterministic function of seed and step, so resuming from a
 checkpoint continues the exact same trajectory), the optimisation step, learning-rate schedules as
-pure functions of the step, NaN/inf detection, metric averaging and JSONL logging (TensorBoard too
-when installed), progress bars, periodic atomic checkpoints (every ``checkpoint_every`` steps
-and every ``checkpoint_seconds`` of wall time), clean stops on SIGINT / SIGTERM
-(``engine.interrupt``), and DistributedDataParallel when the process was launched by ``torchrun``
-(unless ``local=True``: a model of this process alone, e.g. one item of a grid that the ranks
-share out).
+pure functions of the step, NaN/inf detection, metric averaging (``engine.window``) and JSONL
+logging (TensorBoard too when installed), progress bars, periodic atomic checkpoints (every
+``checkpoint_every`` steps and every ``checkpoint_seconds`` of wall time), clean stops on SIGINT /
+SIGTERM (``engine.interrupt``), and DistributedDataParallel when the process was launched by
+``torchrun`` (unless ``local=True``: a model of this process alone, e.g. one item of a grid that
+the ranks share out).
 
-Under a process group (DDP) the ranks decide together: once per step one all-reduce (MAX) tells
-every rank whether the loss is finite on all ranks (if not, every rank raises
-``NonFiniteLossError`` at that step) and whether a stop signal reached any rank (every rank stops
-after that step; rank 0 writes the stop checkpoint); each logged record is the mean over the ranks
-(the record of the whole global batch, the same on every rank); and the ranks check that they
-resumed the same checkpoint.
+The host does not wait for the device at every step. The loss and the metrics of each step stay
+on the device, summed into a window that also marks the first step whose loss was not finite;
+the host reads them only at sync points: every ``log_every`` steps, at the last step, before a
+checkpoint is written and before an evaluation. There a loss that was not finite raises
+``NonFiniteLossError`` naming that step (the steps run after it are discarded with the run: no
+checkpoint is written past it). A stop signal in one process is seen at the end of the step it
+arrived in (that step becomes a sync point), as is a timed checkpoint that is due.
+
+Under a process group (DDP) the ranks decide together, at the sync points, which every rank
+reaches at the same steps: one all-reduce (MAX) tells every rank whether a loss was not finite
+on any rank (every rank raises ``NonFiniteLossError`` naming the earliest such step), whether a
+stop signal reached any rank (every rank stops after that step; rank 0 writes the stop
+checkpoint) and whether a timed checkpoint is due on any rank. A signal therefore stops the ranks
+at the next sync point, at most ``log_every`` steps later. Each logged record is the mean over
+the ranks (the record of the whole global batch, the same on every rank), and the ranks check that
+they resumed the same checkpoint.
 
 Resuming (``fit(resume=True)``) continues exactly where the newest checkpoint left off: weights,
 optimizer states, the global RNG, the state of ``extra`` generators and stateful objects, and the
@@ -36,6 +46,10 @@ Two ways to define a step:
   gradients, back-propagates, clips (optional) and steps the optimizer.
 * ``manual=True``: ``loss_fn(model, batch) -> {"loss": ..., ...}`` performs its own updates (e.g.
   the alternating generator/classifier updates of GAT); the trainer logs, checks and checkpoints.
+
+Metric values may be tensors (kept on the device until a sync point; a tensor of several elements
+logs its mean) or Python numbers; returning tensors rather than ``.item()`` spares a host sync
+per step.
 """
 
 from __future__ import annotations
@@ -61,7 +75,9 @@ from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import faults, interrupt
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import DistInfo, agree_max, all_reduce_means, current
+from paperzoo.engine.progress import ProgressLines
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
+from paperzoo.engine.window import MetricWindow
 from paperzoo.utils.io import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -88,8 +104,10 @@ _FINGERPRINT = ("batch_size", "seed", "grad_clip", "drop_last")
 
 
 class NonFiniteLossError(FloatingPointError):
-    """The loss became NaN or infinite; the message names the step (and, under a process group,
-    whether it was this rank's loss or another's: every rank raises at the same step)."""
+    """The loss became NaN or infinite; ``step`` is the first step whose loss was not finite
+    (the error is raised at the next sync point, see the module doc) and, under a process group,
+    ``elsewhere`` says that it was another rank's loss (every rank raises at the same sync point,
+    naming the same step)."""
 
     def __init__(self, step: int, value: float, *, elsewhere: bool = False) -> None:
         where = " on another rank" if elsewhere else ""
@@ -221,10 +239,6 @@ def has_running_stats(model: nn.Module) -> bool:
     )
 
 
-def _as_float(v: Any) -> float:
-    return float(v.detach().float().mean().item()) if isinstance(v, Tensor) else float(v)
-
-
 class Trainer:
     """Runs ``config.steps`` optimisation steps of ``loss_fn`` on ``data``.
 
@@ -288,12 +302,9 @@ class Trainer:
         self.step = 0
         self.finished = False  # the final checkpoint was written (or loaded)
         self._saved_at = time.monotonic()  # when the last checkpoint was written
-        self._window: dict[str, list[float]] = {}
+        self._window = MetricWindow()  # the metrics since the last record, on the device
         self._tb: Any = None
         self._timing: step_budget.Loop | None = None  # fit under a step budget: its record
-        self._stop_signal: int | None = None  # under a group: the stop all ranks agreed on
-        self._due_every = 0.0  # seconds between timed checkpoints (set by the loop)
-        self._due = False  # under a group: a timed checkpoint is due (agreed by all ranks)
         inject = faults.inject_nan_at()  # PAPERZOO_INJECT_NAN=RANK:STEP (tests of divergence)
         self._nan_step = inject[1] if inject is not None and inject[0] == current().rank else None
         self._train_model = self._wrap(self.model)
@@ -348,7 +359,7 @@ class Trainer:
             "objects": {k: o.state_dict() for k, o in self._objects().items()},
             "rng": capture_global_rng(),
             "history": self.history.records,
-            "window": self._window,
+            "window_sums": self._window.state_dict(),
             "config": self._fingerprint(),
             "finished": self.finished,
         }
@@ -380,7 +391,11 @@ class Trainer:
             ) from err
         restore_global_rng(state["rng"])
         self.history = History([dict(r) for r in state["history"]])
-        self._window = {k: list(v) for k, v in state["window"].items()}
+        if "window_sums" in state:
+            self._window = MetricWindow()
+            self._window.load_state_dict(state["window_sums"])
+        else:  # checkpoints written before the window kept sums: the values of its steps
+            self._window = MetricWindow.from_values(state["window"])
         if self.step > self.config.steps:
             raise ckpt.CheckpointError(
                 f"the checkpoint in {self.checkpoint_dir} is at step {self.step}, past this "
@@ -393,16 +408,17 @@ class Trainer:
     def save_checkpoint(self) -> None:
         """Write a checkpoint of the current step (rank 0). Under a process group every rank
         calls this at the same step: the window of values not yet logged is first averaged over
-        the ranks, so that a resumed run's records are means over the ranks too."""
+        the ranks, so that a resumed run's records are means over the ranks too. The training
+        loop calls it at sync points only (the window is read there anyway, and a loss that was
+        not finite has raised before any checkpoint holds weights trained past it)."""
         if self.checkpoint_dir is None:
             return
         if self.dist.enabled:
-            keys = sorted(self._window)
-            flat = all_reduce_means([v for k in keys for v in self._window[k]])
-            window, i = {}, 0
-            for k in keys:
-                window[k], i = flat[i : i + len(self._window[k])], i + len(self._window[k])
-            self._window = window
+            sums = self._window.read().sums
+            keys = sorted(sums)
+            self._window.replace_sums(
+                dict(zip(keys, all_reduce_means([sums[k] for k in keys]), strict=True))
+            )
             self._saved_at = time.monotonic()
         if not self.dist.is_main:
             return
@@ -458,7 +474,9 @@ class Trainer:
         )
 
     # -- loop ---------------------------------------------------------------------------------
-    def _one_step(self, batch: Any) -> dict[str, float]:
+    def _one_step(self, batch: Any) -> dict[str, Any]:
+        """Run one step and return its metrics as they came: tensors stay on the device (no
+        value is read here, so the host never waits for the device inside a step)."""
         self._train_model.train()
         for opt in self._optimizers().values():
             if self.lr_schedule is not None:
@@ -469,51 +487,61 @@ class Trainer:
             out = self.loss_fn(self._train_model, batch)
             if not isinstance(out, dict) or "loss" not in out:
                 raise TypeError("with manual=True, loss_fn must return a dict with a 'loss' entry")
-            metrics = {k: _as_float(v) for k, v in out.items()}
+            metrics = dict(out)
             if self.step == self._nan_step:
-                metrics["loss"] = math.nan
-            if self.dist.enabled:
-                self._agree(metrics["loss"])
-        else:
-            assert self.optimizer is not None
-            out = self.loss_fn(self._train_model, batch)
-            loss, extra = out if isinstance(out, tuple) else (out, {})
-            if isinstance(out, dict):
-                loss, extra = out["loss"], out
-            if not isinstance(loss, Tensor) or loss.dim() != 0:
-                raise TypeError("loss_fn must return a scalar loss tensor")
-            if self.step == self._nan_step:
-                loss = loss * math.nan
-            value = float(loss.detach().item())
-            if not math.isfinite(value) and not self.dist.enabled:
-                raise NonFiniteLossError(self.step, value)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if self.dist.enabled:  # after backward: every rank has run DDP's gradient reduction
-                self._agree(value)
-            if self.config.grad_clip is not None:
-                nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-            self.optimizer.step()
-            metrics = {k: _as_float(v) for k, v in extra.items() if k != "loss"}
-            metrics["loss"] = value
-        if not math.isfinite(metrics["loss"]):
-            raise NonFiniteLossError(self.step, metrics["loss"])
+                loss = metrics["loss"]
+                metrics["loss"] = loss * math.nan if isinstance(loss, Tensor) else math.nan
+            return metrics
+        assert self.optimizer is not None
+        out = self.loss_fn(self._train_model, batch)
+        loss, extra = out if isinstance(out, tuple) else (out, {})
+        if isinstance(out, dict):
+            loss, extra = out["loss"], out
+        if not isinstance(loss, Tensor) or loss.dim() != 0:
+            raise TypeError("loss_fn must return a scalar loss tensor")
+        if self.step == self._nan_step:
+            loss = loss * math.nan
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.grad_clip is not None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        metrics = {k: v for k, v in extra.items() if k != "loss"}
+        metrics["loss"] = loss
         return metrics
 
-    def _agree(self, loss: float) -> None:
-        """Under a process group, one all-reduce per step decides for every rank together: a
-        loss that is not finite on any rank raises ``NonFiniteLossError`` on all of them (before
-        the optimizer steps), and a stop signal that reached any rank stops all of them after
-        this step (``_stop_signal``), so no rank is left waiting in a collective; a timed
-        checkpoint due on any rank is written at the end of this step (``_due``)."""
-        every = self._due_every
-        due = every > 0 and time.monotonic() - self._saved_at >= every
-        flags = agree_max(0.0 if math.isfinite(loss) else 1.0, interrupt.requested() or 0, due)
-        bad, signum, self._due = flags[0], flags[1], bool(flags[2])
-        self._stop_signal = int(signum) or None
-        if bad:
-            here = not math.isfinite(loss)
-            raise NonFiniteLossError(self.step, loss if here else math.nan, elsewhere=not here)
+    def _settle(self, timed: bool) -> tuple[int | None, bool]:
+        """A sync point: read the window (the host waits for the device here and only here) and
+        decide. A loss that was not finite raises ``NonFiniteLossError`` naming its step, before
+        anything is logged, evaluated or checkpointed. Under a process group one all-reduce
+        (MAX) decides for every rank together: a loss that was not finite on any rank (every
+        rank raises, naming the earliest such step over the ranks), a stop signal that reached
+        any rank, a timed checkpoint due (``timed``) on any rank. Returns the stop signal (None:
+        go on) and whether the timed checkpoint is due."""
+        seen = self._window.read()
+        bad, signum = seen.bad_step, interrupt.requested()
+        if self.dist.enabled:
+            first, agreed, due = agree_max(-math.inf if bad is None else -bad, signum or 0, timed)
+            signum, timed = int(agreed) or None, bool(due)
+            if first > -math.inf:
+                step = int(-first)
+                here = bad == step
+                value = seen.bad_value if here else math.nan
+                raise NonFiniteLossError(step, value, elsewhere=not here)
+        elif bad is not None:
+            raise NonFiniteLossError(bad, seen.bad_value)
+        return signum, timed
+
+    def _diverged_before(self, err: Exception) -> None:
+        """A step raised ``err``: if an earlier loss of this process was not finite (weights
+        trained past it can make a step fail, e.g. a sampler given NaN probabilities), raise
+        ``NonFiniteLossError`` for that step from ``err``, as the next sync point would have."""
+        try:
+            seen = self._window.read()
+        except Exception:  # noqa: BLE001 - the device may be unusable after err: keep err
+            return
+        if seen.bad_step is not None:
+            raise NonFiniteLossError(seen.bad_step, seen.bad_value) from err
 
     def _agree_resumed(self) -> None:
         """Under a process group: every rank resumed the same step (and finished state), or
@@ -644,51 +672,54 @@ class Trainer:
         from tqdm.auto import tqdm  # a reproduction dependency: imported when training runs
 
         bar = tqdm(total=cfg.steps, initial=self.step, desc=cfg.desc, disable=not show, leave=False)
-        lines = _ProgressLines(cfg, self.step) if report and not show else None
+        lines = None
+        if report and not show:
+            lines = ProgressLines(cfg.desc, cfg.steps, cfg.progress_seconds, self.step, log=log)
         loss: float | None = None
         every_seconds = cfg.checkpoint_seconds
         if every_seconds is None:
             every_seconds = checkpoint_seconds_default()
         every_seconds = every_seconds if self.checkpoint_dir is not None else 0.0
-        self._due_every = every_seconds
         self._saved_at = time.monotonic()
         timing = self._timing
         start_step = self.step
         if timing is not None:
             self._sync()
         t0 = t1 = time.perf_counter()
-        diverged = 0
+        in_step = diverged = 0
         try:
             while self.step < cfg.steps:
                 batch = _to_device(next(batches), self.device, cfg.channels_last)
-                metrics = self._one_step(batch)
+                in_step = 1
+                try:
+                    metrics = self._one_step(batch)
+                except Exception as err:
+                    self._diverged_before(err)
+                    raise
+                self._window.add(self.step, metrics)
+                in_step = 0
                 self.step += 1
-                for k, v in metrics.items():
-                    self._window.setdefault(k, []).append(v)
-                if self.step % cfg.log_every == 0 or self.step == cfg.steps:
-                    rec = {k: sum(v) / len(v) for k, v in self._window.items()}
-                    if self.dist.enabled:  # a record of the whole global batch, as one process
-                        keys = sorted(rec)
-                        means = all_reduce_means([rec[k] for k in keys])
-                        rec.update(zip(keys, means, strict=True))
-                    self._window = {}
-                    self._log({"step": self.step, **rec})
-                    loss = rec.get("loss")
+                last = self.step == cfg.steps
+                log_now = self.step % cfg.log_every == 0 or last
+                eval_now = bool(cfg.eval_every) and self.step % cfg.eval_every == 0 and not last
+                save_now = bool(cfg.checkpoint_every) and self.step % cfg.checkpoint_every == 0
+                save_now = save_now and self.checkpoint_dir is not None
+                elapsed = time.monotonic() - self._saved_at
+                timed = bool(every_seconds) and not last and elapsed >= every_seconds
+                # Sync points: under a group only steps that every rank knows from the step
+                # count (the ranks meet there); in one process also a step after which a signal
+                # or a timed checkpoint is pending.
+                sync = log_now or eval_now or save_now
+                if not self.dist.enabled:
+                    sync = sync or timed or interrupt.requested() is not None
+                signum, timed = self._settle(timed) if sync else (None, False)
+                if log_now:
+                    loss = self._log_window().get("loss", loss)
                     if loss is not None:
                         bar.set_postfix(loss=f"{loss:.4g}")
-                if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
+                if eval_now:
                     self._evaluate()
-                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
-                    self.save_checkpoint()
-                elif (
-                    every_seconds
-                    and self.step < cfg.steps
-                    and (
-                        self._due  # under a group: the ranks agreed on it at this step
-                        if self.dist.enabled
-                        else time.monotonic() - self._saved_at >= every_seconds
-                    )
-                ):
+                if save_now or timed:
                     self.save_checkpoint()
                 bar.update(1)
                 if lines is not None:
@@ -696,12 +727,10 @@ class Trainer:
                 if timing is not None and self.step == start_step + 1:
                     self._sync()
                     t1 = time.perf_counter()  # the first step (warm-up) is timed apart
-                # (under a group the stop is the one every rank agreed on at this step)
-                signum = self._stop_signal if self.dist.enabled else interrupt.requested()
-                if signum is not None:
+                if signum is not None:  # (under a group: the stop every rank agreed on)
                     self._stop(signum)
         except NonFiniteLossError:
-            diverged = 1  # the step that diverged ran too (the estimate counts it)
+            diverged = in_step  # a step that failed after the divergence ran too
             raise
         finally:
             bar.close()
@@ -709,6 +738,17 @@ class Trainer:
                 self._sync()
                 now = time.perf_counter()
                 timing.add(self.step - start_step + diverged, now - t0, now - t1)
+
+    def _log_window(self) -> dict[str, float]:
+        """Log the window's means (under a process group: their means over the ranks) as the
+        record of this step, start the next window, and return the record."""
+        rec = self._window.read().means()
+        if self.dist.enabled:  # a record of the whole global batch, as one process
+            keys = sorted(rec)
+            rec.update(zip(keys, all_reduce_means([rec[k] for k in keys]), strict=True))
+        self._window.reset()
+        self._log({"step": self.step, **rec})
+        return rec
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -723,40 +763,3 @@ class Trainer:
                 self.config.desc, self.step, self.config.steps, self.checkpoint_dir,
             )  # fmt: skip
         raise interrupt.Interrupted(signum)
-
-
-class _ProgressLines:
-    """Progress where there is no terminal: a log line every ``progress_seconds`` of wall time
-    (phase, step / total, last logged loss, steps per second, elapsed and estimated time left)."""
-
-    def __init__(self, cfg: TrainConfig, start_step: int) -> None:
-        self.cfg = cfg
-        self.start_step = start_step
-        self.t0 = self.last = time.monotonic()
-        log.info(
-            "%s: %d steps%s",
-            cfg.desc,
-            cfg.steps,
-            f" (from step {start_step})" if start_step else "",
-        )
-
-    def tick(self, step: int, loss: float | None) -> None:
-        now = time.monotonic()
-        if now - self.last < self.cfg.progress_seconds and step < self.cfg.steps:
-            return
-        self.last = now
-        elapsed = now - self.t0
-        rate = (step - self.start_step) / max(elapsed, 1e-9)
-        left = (self.cfg.steps - step) / rate if rate > 0 else float("inf")
-        log.info(
-            "%s: step %d/%d, loss %s, %.2f steps/s, elapsed %s, left ~%s",
-            self.cfg.desc, step, self.cfg.steps, "-" if loss is None else f"{loss:.4g}", rate,
-            _hms(elapsed), _hms(left),
-        )  # fmt: skip
-
-
-def _hms(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    s = int(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
