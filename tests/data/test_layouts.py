@@ -38,6 +38,17 @@ def test_every_real_data_set_declares_where_its_files_lie():
         register_layout("mnist", what="x", layout="DIR/x", downloadable=False, present=all_files())
 
 
+def test_a_layout_is_found_in_a_process_that_imported_no_data_module():
+    """``layout(name)`` imports the data modules that register layouts (a fresh interpreter
+    that imported only ``paperzoo.data.layouts`` finds MNIST's)."""
+    import subprocess
+    import sys
+
+    code = "from paperzoo.data.layouts import layout; print(layout('mnist').name)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "mnist"
+
+
 def test_require_names_the_data_set_and_its_layout_on_one_line(tmp_path):
     with pytest.raises(DataRequired) as err:
         require("mnist", None)

@@ -121,8 +121,10 @@ def register_layout(
 
 def layout(name: str) -> Layout:
     """The registered layout of ``name`` (``KeyError`` naming the known ones)."""
-    import paperzoo.data  # noqa: F401  (every data module registers its layout)
+    if name not in LAYOUTS:  # each data module registers its layouts when it is imported
+        from paperzoo.data.base import DATASETS
 
+        DATASETS.names()  # imports every data module
     try:
         return LAYOUTS[name]
     except KeyError:
