@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from paperzoo.engine import precision
+from paperzoo.metrics.on_device import logits_on_device
 
 
 @torch.no_grad()
@@ -26,20 +26,7 @@ def predict(
     Shapes:
         x: (N, ...) -> (N, num_classes) on the CPU.
     """
-
-    was_training = getattr(model, "training", None)
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        with precision.autocast_forward():
-            outs = [
-                precision.to_float32(model(x[i : i + batch_size].to(device))).cpu()
-                for i in range(0, len(x), batch_size)
-            ]
-    finally:
-        if isinstance(model, nn.Module) and was_training is not None:
-            model.train(was_training)
-    return torch.cat(outs) if outs else torch.empty(0)
+    return logits_on_device(model, x, batch_size=batch_size, device=device).cpu()
 
 
 def accuracy(

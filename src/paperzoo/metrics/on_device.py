@@ -1,10 +1,10 @@
 """Evaluation that stays on the model's device.
 
-``metrics.classification.predict`` / ``accuracy`` copy every batch's logits to the CPU: on a GPU
-each copy is a host synchronisation, one per batch. The helpers here move the batches to the
-device the model is on, compare the predictions there and add the counts up in a device tensor;
-the caller reads what it needs once, after the last batch (``fractions`` reads many counts in
-one transfer).
+``metrics.classification.predict`` / ``accuracy`` return the logits on the CPU (``predict`` is
+``logits_on_device`` followed by one copy). The helpers here move the batches to the device the
+model is on, compare the predictions there and add the counts up in a device tensor; the caller
+reads what it needs once, after the last batch (``fractions`` reads many counts in one
+transfer).
 
 The numbers are those of ``accuracy``: the same batches through the same forward (eval mode,
 under the run's precision: ``engine.precision.autocast_forward``), and a count divided by the
