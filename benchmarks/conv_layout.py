@@ -1,6 +1,6 @@
 """Every convolutional training path, contiguous vs channels-last, and its fraction of the peak.
 
-Issue #20, goal 3: each experiment's convolutional training should use the faster memory format.
+The question: should each experiment's convolutional training use the faster memory format?
 This benchmark times one training step of every convolutional training path as the experiment's
 config runs it, with the engine's ``TrainConfig.channels_last`` off and on. A training step is
 forward + backward + the path's optimizer step, together with the attack or the second network

@@ -1,6 +1,6 @@
 """paperzoo's Perceiver against perceiver-pytorch (lucidrains, PyPI) at equal parameter counts.
 
-Both models, on both input sizes of issue #20's goal: 28 x 28 x 1 (MNIST-sized, M = 784) and
+Both models, on two input sizes: 28 x 28 x 1 (MNIST-sized, M = 784) and
 64 x 64 x 3 (M = 4096) images with 16-band Fourier features per axis (mu = the image side) ->
 1 + 66 = 67 or 3 + 66 = 69 input channels; 128 x 256 latents; 2 cross-attends (1 head, 64 q/k/v
 channels) each followed by 2 latent self-attention blocks (8 heads x 32 channels); no weight
@@ -43,7 +43,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from _common import add_common_args, agreement, apply_quick, apply_threads, result, row
 from paperzoo.models.perceiver import Perceiver, PerceiverConfig
 
-# The two input sizes of issue #20's goal: (side, channels) of square images.
+# The two input sizes: (side, channels) of square images.
 SIZES = ((28, 1), (64, 3))  # MNIST-sized, 64 x 64 RGB
 BANDS, LATENTS, DIM, REPEATS, SELF_PER, CROSS_DIM, HEADS = 16, 128, 256, 2, 2, 64, 8
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make gpu-check: every paper's full config for a few steps on CUDA, and each one's estimate of
-# the whole run's time, in one table (issues 32 and 37). Run it on the GPU machine before paying
+# the whole run's time, in one table. Run it on the GPU machine before paying
 # for the full runs:
 #
 #   DATA_ROOT=/data make gpu-check                  # all ten papers, 2 steps each, on CUDA
