@@ -354,7 +354,7 @@ class Experiment(ABC):
     # read at full scale; None: the paper's data are generated here, a full run needs no files.
     paper_data: ClassVar[str | None] = None
     # Parts of the paper that run alone (``--part NAME``): name -> the prefix of its claim ids.
-    parts: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    parts: ClassVar[Mapping[str, str | tuple[str, ...]]] = MappingProxyType({})
     configs: ClassVar[Mapping[str, Any]]
     # The precision of a run on CUDA without --precision (paperzoo.engine.precision): the fastest
     # setting that leaves the paper's numbers unchanged, its reason in docs/<paper>.md. On the CPU
@@ -406,9 +406,9 @@ class Experiment(ABC):
             )
         return ctx.dataset
 
-    def part_prefix(self, ctx: RunContext) -> str | None:
-        """The claim-id prefix of ``ctx.part`` (None: the whole paper); ``ValueError`` naming the
-        parts for an unknown one."""
+    def part_prefix(self, ctx: RunContext) -> str | tuple[str, ...] | None:
+        """The claim-id prefix (or prefixes) of ``ctx.part`` (None: the whole paper);
+        ``ValueError`` naming the parts for an unknown one."""
         if ctx.part is None:
             return None
         if ctx.part not in self.parts:

@@ -33,7 +33,6 @@ docs/coordconv.md.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -45,7 +44,6 @@ from paperzoo.data.not_so_clevr import scale_coords
 from paperzoo.engine import History
 from paperzoo.experiments.base import (
     EXPERIMENTS,
-    ClaimSpec,
     Experiment,
     NotRun,
     Outcome,
@@ -80,9 +78,8 @@ class CoordConvExperiment(Experiment):
     title = "An intriguing failing of convolutional neural networks and the CoordConv solution"
     claims = CLAIMS
     not_estimated = ("evaluation beyond the first batches of the validation and test centres",)
-    # --part NAME: one task alone, its claims those whose ids start with ``PARTS[NAME]``
-    # (``claims_at``); the value here is the first of them, for the part's name only
-    parts = MappingProxyType({name: prefixes[0] for name, prefixes in PARTS.items()})
+    # --part NAME: one task alone, its claims those whose ids start with one of ``PARTS[NAME]``
+    parts = PARTS
     configs = CONFIGS
 
     order = 3  # position in the summary's tables
@@ -96,13 +93,6 @@ class CoordConvExperiment(Experiment):
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         return _full_cost(cfg, plan)
-
-    def claims_at(self, ctx: RunContext) -> list[ClaimSpec]:
-        """The claims of the run: at its scale, those of its part (``PARTS``) if it has one."""
-        if self.part_prefix(ctx) is None:  # (an unknown part raises, naming the parts)
-            return super().claims_at(ctx)
-        prefixes = PARTS[ctx.part]  # type: ignore[index]
-        return [c for c in self.claims if c.applies(ctx.scale) and c.id.startswith(prefixes)]
 
     def _tasks(self, ctx: RunContext) -> tuple[str, ...]:
         """The tasks of Sec. 4 the run trains: all three, or its part's one (a part is named
