@@ -1,4 +1,4 @@
-"""A catalogue of bad inputs to every entry point (issue 19, "Clear errors for bad input").
+"""A catalogue of bad inputs to every entry point.
 
 Each case is one row: a name, what it writes into the data root (or into ``--out``) in the real
 file formats, the command line, and a fragment the error must contain. Every case must end in

@@ -230,7 +230,7 @@ def test_bad_overrides_exit_2(argv, message, capsys, tmp_path):
     assert message in err and err.count("\n") == 1
 
 
-# -- merges that keep their marks (issue 38) ------------------------------------------------------
+# -- merges that keep their marks -----------------------------------------------------------------
 
 
 def _shard_result(seed: int, k: int, n: int = 2):

@@ -1,4 +1,4 @@
-"""tools/gpu_check.sh and tools/synth_data.py (issue 37, item 6): the check cannot pass vacuously.
+"""tools/gpu_check.sh and tools/synth_data.py: the check cannot pass vacuously.
 
 The script runs with stand-in programs in ``BIN`` (a ``paperzoo`` that exits as told, a
 ``python`` that records torchrun launches and passes everything else to this interpreter), so

@@ -1,5 +1,5 @@
-"""``--max-steps N`` (issue 19, "Full scale you can check before paying for a GPU"): every loop
-stops after N steps, the run estimates the whole run's time, and its verdicts are partial.
+"""``--max-steps N``: every loop stops after N steps, the run estimates the whole run's time, and
+its verdicts are partial.
 
 The engine part (``paperzoo.engine.budget`` and the ``Trainer``'s cap) is tested directly; the
 command line on a smoke run; and every paper's ``--scale full`` config runs for a step or two on

@@ -141,7 +141,7 @@ def test_out_dir_is_claimed_by_one_run(tmp_path):
     assert not (tmp_path / "run.json").exists()  # refused: nothing written
 
 
-# -- resume by the same code and data only (issue 38) ---------------------------------------------
+# -- resume by the same code and data only --------------------------------------------------------
 
 GAT = ["reproduce", "gat", "--scale", "smoke", "--quiet", "--threads", "1"]
 

@@ -78,7 +78,7 @@ def test_require_accepts_the_files_gzipped_or_not(tmp_path):
     assert set(LAYOUTS) >= {"mnist", "cifar10"}
 
 
-# -- the canonical releases (issue 38: "the paper's data, checked") ------------------------------
+# -- the canonical releases (the paper's data, checked) ------------------------------------------
 
 MNIST_STEMS = [f"{p}-{k}-ubyte" for p in ("train", "t10k") for k in ("images-idx3", "labels-idx1")]
 
@@ -92,7 +92,7 @@ def _noise_mnist(
     root: Path, n_train: int = 600, n_test: int = 100, gz: bool = True, noise: bool = True
 ) -> Path:
     """Random noise (else zeros, cheap to write) in MNIST's IDX layout under ``root/mnist``
-    (the attempt of issue 38)."""
+    (the review's laundering attempt)."""
     rng = np.random.default_rng(0)
     d = root / "mnist"
     d.mkdir(parents=True, exist_ok=True)
@@ -381,8 +381,9 @@ def _full_run(monkeypatch, root: Path, out: Path) -> dict:
 
 
 def test_full_run_on_noise_in_mnists_layout_is_not_the_papers_setting(tmp_path, monkeypatch):
-    """Issue 38, attempt 2: 600 noise images in MNIST's IDX layout at --scale full read
-    ``paper_setting: true``; now the run runs, marked, with the mismatch named."""
+    """The review's second laundering attempt: 600 noise images in MNIST's IDX layout at
+    --scale full read ``paper_setting: true``; now the run runs, marked, with the mismatch
+    named."""
     root = _noise_mnist(tmp_path / "data")
     res = _full_run(monkeypatch, root, tmp_path / "noise")
     assert res["paper_setting"] is False and res["claims"][0]["measured"] is not None

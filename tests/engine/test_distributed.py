@@ -1,4 +1,4 @@
-"""Distributed runs under ``torchrun`` are right on NCCL as on gloo (issue 37, item 1).
+"""Distributed runs under ``torchrun`` are right on NCCL as on gloo.
 
 A CPU host has no NCCL and no GPU, and gloo accepts tensors on any device, so a run on two gloo
 ranks cannot see a CPU tensor handed to an NCCL collective. Here each rank starts its process

@@ -137,7 +137,7 @@ def test_the_runner_judges_only_the_claims_declared_at_the_run_scale(tmp_path):
         build_result(Toy(), Outcome(measured={"everywhere": 1.0}), full_ctx, 1.0)
 
 
-# -- issue 32: malformed targets fail at declaration; full findings are one-sided ---------------
+# -- malformed targets fail at declaration; full findings are one-sided -------------------------
 
 
 @pytest.mark.parametrize("name", NAMES)

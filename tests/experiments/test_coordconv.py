@@ -142,7 +142,7 @@ def test_micro_batches_all_reduce_once_per_step_under_ddp():
 
 @pytest.mark.slow
 def test_quick_scale_classifier_generalises_to_the_held_out_quadrant(tmp_path):
-    """The knife edge of issue 16: the CoordConv classifier alone, quick config, seed 0."""
+    """A knife edge at quick scale: the CoordConv classifier alone, quick config, seed 0."""
     from paperzoo.experiments import RunContext
     from paperzoo.experiments.coordconv.training import classification_acc
 
@@ -345,7 +345,7 @@ def test_the_regression_part_runs_alone(smoke_ctx):
 
 
 def test_full_scale_trains_on_the_authors_splits_without_a_hold_out(smoke_ctx):
-    """Issue 39: full trains on the authors' split sizes (uber-research/CoordConv
+    """Full trains on the authors' split sizes (uber-research/CoordConv
     data/not_so_clevr_generator.py: quadrant 2,407 / 729, uniform 2,368 / 768), with no
     validation carve (train.py trains on its whole "train" file and evaluates the last weights),
     and counts the authors' epochs with their partial last batch (ceil(n / batch) an epoch)."""

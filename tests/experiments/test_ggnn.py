@@ -204,7 +204,7 @@ def test_quick_and_full_settings_depart_from_the_authors_only_where_documented()
             assert dataclasses.replace(s, lr=OFFICIAL[name].lr) == OFFICIAL[name]
         else:
             assert s == OFFICIAL[name]
-    # Full is the authors' protocol (issue 39): one run per fold and question type, every
+    # Full is the authors' protocol: one run per fold and question type, every
     # task's settings (Eulerian 0.001), one seed for every fold, the earliest best checkpoint,
     # task 4's baselines on 250 graphs.
     full = exp.config("full")
@@ -281,7 +281,7 @@ def test_authors_seed_handling_gives_every_fold_the_same_weights_and_split(tmp_p
 
 
 def test_part_models_measures_the_models_alone_without_baselines() -> None:
-    """--part models: the seven accuracy findings, no baseline in the plan (issue 39)."""
+    """--part models: the seven accuracy findings, no baseline in the plan."""
     exp = GGNNExperiment()
     ctx = RunContext(scale="full", data_root=FIXTURES, options={"folds": (1,)}, part="models")
     ids = {c.id for c in exp.claims_at(ctx)}

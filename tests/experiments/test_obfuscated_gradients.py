@@ -82,7 +82,7 @@ def test_cifar_claims_are_full_scale_only():
     }
     assert exp.config("full").cifar is not None
     assert exp.config("quick").cifar is None and exp.config("smoke").cifar is None
-    # The decision of issue 18: on MNIST the stochastic defences' naive numbers are checks.
+    # The owner's decision: on MNIST the stochastic defences' naive numbers are checks.
     kinds = {c.id: c.kind for c in exp.claims}
     for name, kind in (("thermometer", "finding"), ("bit_depth", "finding")):
         assert kinds[f"defense.{name}.naive_pgd.robust_acc"] == kind

@@ -85,7 +85,7 @@ def test_models_share_initialisation_and_see_their_pixel_order() -> None:
 def test_quick_scale_claims_hold(tmp_path: Path) -> None:
     ctx = RunContext(scale="quick", seed=0, out_dir=tmp_path / "out", quiet=True)
     result = run_experiment("perceiver", ctx)
-    # The comparison with the MLP is a reported check (issue 31); every finding holds at seed 0.
+    # The comparison with the MLP is a reported check; every finding holds at seed 0.
     failing = [(c.id, c.measured, c.target) for c in result.claims if c.holds is False]
     assert not failing, failing
 
@@ -325,7 +325,7 @@ def test_full_config_states_the_resnets_batch_norm_batch() -> None:
 
 
 def test_a_selection_run_trains_only_the_named_models_on_validation_digits(tmp_path: Path) -> None:
-    # The validation-seed decision of the ConvNet (issue 31): the raster ConvNets alone, evaluated
+    # The validation-seed decision of the ConvNet: the raster ConvNets alone, evaluated
     # on digits held out of the training set, the permuted comparison never computed.
     ctx = RunContext(scale="smoke", seed=100, out_dir=tmp_path / "out", quiet=True, guard_test=True)
     overrides = {"n_val": "64", "convnet": "small_cnn", "models": '["convnet_raster"]'}

@@ -1,5 +1,5 @@
-"""The line a run logs at its start (issue 19, "Progress where there is no terminal"): how many
-models and training steps it has, from ``Experiment.plan`` and the resolved config."""
+"""The line a run logs at its start: how many models and training steps it has, from
+``Experiment.plan`` and the resolved config."""
 
 from __future__ import annotations
 

@@ -216,7 +216,7 @@ def test_format_seeds():
     assert format_seeds([3, 0, 1, 2, 7, 9, 10]) == "0-3,7,9-10"
 
 
-# -- issue 32: judging edge cases, what ran, why a run does not count --------------------------
+# -- judging edge cases, what ran, why a run does not count ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -338,7 +338,7 @@ def test_seed_runs_on_other_data_do_not_merge_but_other_directories_of_the_same_
         aggregate(other)
 
 
-# -- what cannot be laundered (issue 38) -----------------------------------------------------------
+# -- what cannot be laundered ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("target", ["<= 1e999", ">= -1e400", "within 5% of 1e999"])

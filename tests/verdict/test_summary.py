@@ -251,7 +251,7 @@ def test_the_committed_front_page_and_readme_tables_are_up_to_date() -> None:
 
 
 def test_every_committed_run_names_the_clean_code_that_made_it() -> None:
-    """Issue 38: every results.json under results/ (aggregates and seed runs) has a commit, not
+    """Every results.json under results/ (aggregates and seed runs) has a commit, not
     dirty, and a source digest; a run without them is shown but never counted, so committing
     one only adds a row that says "not counted"."""
     found = sorted((ROOT / "results").rglob("results.json"))
@@ -277,7 +277,7 @@ def test_every_committed_bench_row_is_in_a_readme_comparison() -> None:
     assert len(table.splitlines()) == 2 + len(tool.COMPARISONS)
 
 
-# -- the summary does not believe the files it reads (issue 38) -----------------------------------
+# -- the summary does not believe the files it reads ----------------------------------------------
 
 
 def test_a_loosened_stored_target_is_flagged_and_judged_against_the_declared_one(
