@@ -127,3 +127,13 @@ def test_generator_step_reports_the_perturbation_size_within_the_bound():
     assert 0 < out["gen_linf"] <= gen.scale + 1e-7
     assert out["gen_l2"] >= out["gen_linf"]  # an l2 norm is at least the largest entry
     assert delta.abs().max() <= gen.scale + 1e-7
+
+
+def test_a_step_reads_nothing_from_the_device(monkeypatch):
+    """Both updates return detached 0-dim tensors: the host waits for nothing in a step."""
+    clf, gen, gat, x, y = _setup()
+    with monkeypatch.context() as m:
+        m.setattr(torch.Tensor, "item", lambda self: pytest.fail("a metric was read"))
+        out = gat.step(clf, (x, y))
+    assert {"gen_loss", "gen_l2", "gen_linf", "loss", "acc", "adv_acc"} <= set(out)
+    assert all(v.dim() == 0 and not v.requires_grad for v in out.values())

@@ -53,7 +53,7 @@ def test_loss_fn_mixes_clean_and_adversarial() -> None:
     loss, metrics = adversarial_loss_fn(attack, clean_weight=0.5)(model, (x, y))
     assert loss.dim() == 0 and loss.requires_grad
     assert {"acc", "adv_acc", "clean_loss", "adv_loss"} <= set(metrics)
-    expect = 0.5 * metrics["clean_loss"] + 0.5 * metrics["adv_loss"]
+    expect = 0.5 * float(metrics["clean_loss"]) + 0.5 * float(metrics["adv_loss"])
     assert loss.item() == pytest.approx(expect, rel=1e-5)
     assert model.training  # the attack restored train mode
     with pytest.raises(ValueError):
@@ -128,3 +128,20 @@ def test_pgd_adversarial_training_random_starts_come_from_its_generator(tmp_path
     b, c = run(0, "b"), run(1, "c")
     assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
     assert not all(torch.equal(p, q) for p, q in zip(a, c, strict=True))
+
+
+def test_loss_fn_reads_nothing_from_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metrics stay detached 0-dim tensors: a step of adversarial training makes the host
+    wait for nothing (the Trainer reads them at its sync points)."""
+    x, y = _blobs(16)
+    model = _model().train()
+    attack = lambda m: PGD(m, eps=0.1, alpha=0.05, steps=2)  # noqa: E731
+    for weight in (0.0, 0.5, 1.0):
+        loss_fn = adversarial_loss_fn(attack, clean_weight=weight)
+        with monkeypatch.context() as m:
+            m.setattr(torch.Tensor, "item", lambda self: pytest.fail("a metric was read"))
+            _, metrics = loss_fn(model, (x, y))
+        assert metrics and all(
+            isinstance(v, torch.Tensor) and v.dim() == 0 and not v.requires_grad
+            for v in metrics.values()
+        )

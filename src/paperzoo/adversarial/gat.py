@@ -127,8 +127,10 @@ class GenerativeAdversarialTrainer:
             x_adv = x_adv.clamp(*self.config.clip)
         return x_adv, delta
 
-    def generator_step(self, classifier: nn.Module, x: Tensor, y: Tensor) -> dict[str, float]:
-        """One update of G on L_G; the classifier's parameters and grads are left untouched."""
+    def generator_step(self, classifier: nn.Module, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """One update of G on L_G; the classifier's parameters and grads are left untouched.
+        Returns its metrics as detached 0-dim tensors on the batch's device (``float()`` reads
+        one; nothing is read here, so a training loop need not wait for the device each step)."""
         x_adv, delta = self.perturb(classifier, x, y)
         fooling = F.cross_entropy(classifier(x_adv), y)
         penalty = delta.pow(2).flatten(1).sum(1).mean()
@@ -140,14 +142,15 @@ class GenerativeAdversarialTrainer:
             p.grad = g
         self.gen_opt.step()
         return {
-            "gen_loss": loss_g.item(),
-            "gen_fooling_ce": fooling.item(),
-            "gen_l2": delta.detach().flatten(1).norm(dim=1).mean().item(),
-            "gen_linf": delta.detach().abs().flatten(1).amax(1).mean().item(),
+            "gen_loss": loss_g.detach(),
+            "gen_fooling_ce": fooling.detach(),
+            "gen_l2": delta.detach().flatten(1).norm(dim=1).mean(),
+            "gen_linf": delta.detach().abs().flatten(1).amax(1).mean(),
         }
 
-    def classifier_step(self, classifier: nn.Module, x: Tensor, y: Tensor) -> dict[str, float]:
-        """One update of the classifier on L_f with G's current perturbations (G frozen)."""
+    def classifier_step(self, classifier: nn.Module, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+        """One update of the classifier on L_f with G's current perturbations (G frozen); its
+        metrics as ``generator_step``'s."""
         with torch.no_grad():
             x_adv, _ = self.perturb(classifier, x, y)
         a = self.config.alpha
@@ -159,12 +162,12 @@ class GenerativeAdversarialTrainer:
         loss.backward()
         self.clf_opt.step()
         return {
-            "loss": loss.item(),
-            "acc": (logits_clean.argmax(1) == y).float().mean().item(),
-            "adv_acc": (logits_adv.argmax(1) == y).float().mean().item(),
+            "loss": loss.detach(),
+            "acc": (logits_clean.detach().argmax(1) == y).float().mean(),
+            "adv_acc": (logits_adv.detach().argmax(1) == y).float().mean(),
         }
 
-    def step(self, classifier: nn.Module, batch: tuple[Tensor, Tensor]) -> dict[str, float]:
+    def step(self, classifier: nn.Module, batch: tuple[Tensor, Tensor]) -> dict[str, Tensor]:
         """Generator update, then classifier update, on the same batch."""
         x, y = batch[0], batch[1]
         return {**self.generator_step(classifier, x, y), **self.classifier_step(classifier, x, y)}

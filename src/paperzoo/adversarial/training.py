@@ -24,7 +24,12 @@ from paperzoo.engine import History, TrainConfig, Trainer
 from paperzoo.engine.trainer import Extra
 
 AttackFactory = Callable[[nn.Module], Attack]
-LossFnOut = tuple[Tensor, dict[str, float]]
+LossFnOut = tuple[Tensor, dict[str, Tensor]]
+
+
+def _accuracy(logits: Tensor, y: Tensor) -> Tensor:
+    """The batch's top-1 accuracy as a 0-dim tensor on the batch's device (not read here)."""
+    return (logits.detach().argmax(1) == y).float().mean()
 
 
 def adversarial_loss_fn(
@@ -45,7 +50,9 @@ def adversarial_loss_fn(
             augmented batch, then runs PGD on it); ``None``: no augmentation.
 
     Returns:
-        ``(model, (x, y)) -> (loss, {"acc": ..., "adv_acc": ..., ...})``.
+        ``(model, (x, y)) -> (loss, {"acc": ..., "adv_acc": ..., ...})``; the metrics are
+        detached 0-dim tensors on the batch's device (no host read per step: the ``Trainer``
+        reads them at its sync points).
 
     The clean and adversarial batches go through the model in one concatenated forward pass (one
     DDP forward per backward; note that batch-norm statistics then see both halves).
@@ -60,21 +67,21 @@ def adversarial_loss_fn(
         if attack is None or clean_weight == 1.0:
             logits = model(x)
             loss = F.cross_entropy(logits, y)
-            return loss, {"acc": (logits.argmax(1) == y).float().mean().item()}
+            return loss, {"acc": _accuracy(logits, y)}
         x_adv = attack(unwrap_model(model))(x, y)
         if clean_weight == 0.0:
             logits_adv = model(x_adv)
             loss = F.cross_entropy(logits_adv, y)
-            return loss, {"adv_acc": (logits_adv.argmax(1) == y).float().mean().item()}
+            return loss, {"adv_acc": _accuracy(logits_adv, y)}
         logits_clean, logits_adv = model(torch.cat([x, x_adv])).split(len(x))
         loss_clean = F.cross_entropy(logits_clean, y)
         loss_adv = F.cross_entropy(logits_adv, y)
         loss = clean_weight * loss_clean + (1.0 - clean_weight) * loss_adv
         return loss, {
-            "acc": (logits_clean.argmax(1) == y).float().mean().item(),
-            "adv_acc": (logits_adv.argmax(1) == y).float().mean().item(),
-            "clean_loss": loss_clean.item(),
-            "adv_loss": loss_adv.item(),
+            "acc": _accuracy(logits_clean, y),
+            "adv_acc": _accuracy(logits_adv, y),
+            "clean_loss": loss_clean.detach(),
+            "adv_loss": loss_adv.detach(),
         }
 
     return loss_fn
