@@ -264,6 +264,24 @@ def test_merge_out_may_not_be_one_of_its_inputs(tmp_path, capsys):
     assert (tmp_path / "s0" / "results.json").read_text() == before
 
 
+def test_merge_reads_seed_runs_inside_its_out_as_reproduce_seeds_lays_them_out(tmp_path):
+    """``merge --out X X/seed-0 X/seed-1``: the aggregate names its seed runs ``seed-0``,
+    ``seed-1`` (relative to X), so a committed X carries its seed runs and counts."""
+    import dataclasses
+
+    from paperzoo.report import write_report
+    from paperzoo.verdict import counts, load_result
+
+    for seed in (0, 1):
+        run = dataclasses.replace(_shard_result(seed, 0, 1), shard=None)
+        write_report(run, tmp_path / "x" / f"seed-{seed}")
+    dirs = [str(tmp_path / "x" / f"seed-{s}") for s in (0, 1)]
+    assert main(["merge", *dirs, "--out", str(tmp_path / "x")]) == 0
+    merged = load_result(tmp_path / "x")
+    assert merged.seeds == [0, 1] and merged.seed_dirs == ["seed-0", "seed-1"]
+    assert "cannot be read" not in str(counts(merged, run_dir=tmp_path / "x").reason)
+
+
 def test_a_paper_without_a_grid_refuses_shard(tmp_path, capsys):
     rc = main(["reproduce", "coordconv", "--scale", "smoke", "--shard", "0/1",
                "--out", str(tmp_path / "o")])  # fmt: skip

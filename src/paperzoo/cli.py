@@ -432,8 +432,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     _check_out_dir(args.out)
     out = args.out.resolve()
-    for d in args.dirs:
-        if d.resolve() == out or out in d.resolve().parents:
+    for d in args.dirs:  # (runs inside --out, e.g. OUT/seed-0, are the layout --seeds writes)
+        if d.resolve() == out:
             raise UsageError(f"--out {args.out} is one of the runs merged ({d}): choose another")
     try:
         result = merge_dirs(args.dirs, args.out, command=args.command_line)
