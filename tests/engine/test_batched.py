@@ -192,3 +192,35 @@ def test_under_a_step_budget_the_group_is_one_timed_loop() -> None:
     (loop,) = b.root.children
     assert (loop.kind, loop.planned, loop.run) == ("steps", 50, 2)
     assert loop.extra_seconds >= 0.0 and loop.estimate() is not None
+
+
+def test_a_non_finite_loss_names_its_step_without_a_read_per_step(monkeypatch) -> None:  # noqa: ANN001
+    """Model 1's loss turns NaN at update 3 of 8: the loop raises naming that update, having read
+    the device only at its one sync point (the end: no validation, no checkpoint here)."""
+    model = _Stacked(torch.stack([_init(k) for k in range(K)]))
+
+    def loss_fn(m: nn.Module, step: int) -> Tensor:
+        losses = m.w.pow(2).sum(1)
+        if step == 2:  # the third update
+            losses = losses * torch.tensor([1.0, float("nan"), 1.0])
+        return losses
+
+    reads: list[str] = []
+    for name in ("__bool__", "item", "tolist", "__int__"):
+        real = getattr(torch.Tensor, name)
+        monkeypatch.setattr(
+            torch.Tensor,
+            name,
+            lambda self, *a, _n=name, _r=real: (reads.append(_n), _r(self, *a))[1],
+        )
+    with pytest.raises(FloatingPointError, match="non-finite loss at step 3"):
+        fit_batched(
+            model,
+            loss_fn,
+            torch.optim.SGD(model.parameters(), lr=0.01),
+            steps=8,
+            evaluate=None,
+            eval_every=0,
+            keeper=BatchedKeeper(K),
+        )
+    assert reads == ["__int__"]

@@ -174,7 +174,17 @@ def fit_batched(
         }
         ckpt.save_state(ckpt_dir, step, state)
 
+    # The first step whose K losses were not all finite, kept on the losses' device (-1 before
+    # it) and read only where the loop reads the device anyway: before a validation, a
+    # checkpoint, a stop and at the end (no host sync per step).
+    first_bad: Tensor | None = None
+
+    def check_finite() -> None:
+        if first_bad is not None and (bad := int(first_bad)) >= 0:
+            raise FloatingPointError(f"{desc}: non-finite loss at step {bad}")
+
     def validate(step: int, losses: Tensor | None) -> None:
+        check_finite()
         if evaluate is None:
             return
         was = model.training
@@ -217,8 +227,10 @@ def fit_batched(
                             p.grad.clamp_(-clamp, clamp)
                 optimizer.step()
                 step += 1
-                if not torch.isfinite(losses).all():
-                    raise FloatingPointError(f"{desc}: non-finite loss at step {step}")
+                finite = torch.isfinite(losses.detach()).all()
+                if first_bad is None:
+                    first_bad = torch.full((), -1, dtype=torch.long, device=losses.device)
+                first_bad = torch.where(finite | (first_bad >= 0), first_bad, step)
                 done = losses.detach().double()
                 window["sum"] = done if window["sum"] is None else window["sum"].to(done) + done
                 window["steps"] += 1
@@ -227,9 +239,11 @@ def fit_batched(
                 if step == start + 1:
                     t1 = time.perf_counter()  # the first step (warm-up) is timed apart
                 if ckpt_dir is not None and every and time.monotonic() - saved >= every:
+                    check_finite()
                     save(step, False)
                     saved = time.monotonic()
                 if interrupt.requested() is not None:
+                    check_finite()
                     save(step, False)
                     raise interrupt.Interrupted(interrupt.requested() or 0)
         if node is not None:
