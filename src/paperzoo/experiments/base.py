@@ -483,5 +483,11 @@ class Experiment(ABC):
         """Combine the ``results.json`` of shards into one outcome (``paperzoo merge``)."""
         raise NotImplementedError(f"{self.name} runs in one piece; it has no shards to merge")
 
+    def seed_notes(self, details: list[dict[str, Any]], seeds: list[int]) -> list[str]:
+        """Notes on seed runs taken together, added to their aggregate's notes (``reproduce
+        --seeds``, ``paperzoo merge``): ``details`` are the runs' ``details`` in the order of
+        ``seeds``. None by default."""
+        return []
+
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")

@@ -256,6 +256,7 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
             notes.append(
                 f"seed {', '.join(map(str, (s for r in holders for s in r.seeds)))}: {note}"
             )
+    notes += _seed_notes(runs, seeds)
     return Result(
         paper=first.paper,
         title=first.title,
@@ -282,6 +283,16 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         precision=first.precision,
         host="; ".join(dict.fromkeys(r.host for r in runs if r.host)) or None,
     )
+
+
+def _seed_notes(runs: list[Result], seeds: list[int]) -> list[str]:
+    """The paper's notes on its seed runs taken together (``Experiment.seed_notes``); none for a
+    paper this installation does not have."""
+    from paperzoo.experiments import EXPERIMENTS
+
+    if runs[0].paper not in EXPERIMENTS:
+        return []
+    return EXPERIMENTS.create(runs[0].paper).seed_notes([r.details for r in runs], seeds)
 
 
 def combine_partial(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:

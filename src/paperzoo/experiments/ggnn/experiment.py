@@ -48,6 +48,7 @@ from paperzoo.experiments.ggnn.config import (
 from paperzoo.experiments.ggnn.training import run_baselines, run_graph_model
 from paperzoo.experiments.grid import shard_slice
 from paperzoo.models.ggnn import GatedGraphNet
+from paperzoo.verdict.result import format_seeds
 
 log = logging.getLogger(__name__)
 
@@ -420,6 +421,28 @@ class GGNNExperiment(Experiment):
         official = bool(results[0]["details"]["official"])
         declared = {c.id for c in self.claims_at(ctx)}
         return _outcome(cfg, ctx, declared, ggnn, baselines, data, cpu, official)
+
+    def seed_notes(self, details: list[dict[str, Any]], seeds: list[int]) -> list[str]:
+        """Per task, the fold results at test accuracy >= ``SOLVED`` over all seeds and folds
+        (a single run either solves its fold or stalls, so this rate says more than the mean)."""
+        per_seed = [d.get("ggnn") or {} for d in details]
+        if len(per_seed) < 2:
+            return []
+        notes = []
+        for task, first in per_seed[0].items():
+            rows = [p[task] for p in per_seed if task in p]
+            if len(rows) != len(per_seed):
+                continue
+            solved = [int(r["solved"]) for r in rows]
+            n = sum(len(r["test_acc_per_fold"]) for r in rows)
+            accs = [a for r in rows for a in r["test_acc_per_fold"]]
+            notes.append(
+                f"Over seeds {format_seeds(seeds)}: {first['model']} on {task} solves "
+                f"{sum(solved)} of {n} fold runs (test accuracy >= {first['solved_threshold']}; "
+                f"{sum(solved) / n:.0%}; per seed {', '.join(map(str, solved))}), mean "
+                f"{float(np.mean(accs)):.3f} over all of them"
+            )
+        return notes
 
 
 def _outcome(
