@@ -42,3 +42,19 @@ def test_runs_of_different_papers_are_refused(capsys) -> None:  # noqa: ANN001
     a, b = ROOT / "results" / "coordconv-quick", ROOT / "results" / "draw-quick"
     assert tool.main(["--compare", str(a), str(b)]) == 2
     assert "not runs of one paper" in capsys.readouterr().err
+
+
+def test_a_verdict_that_differs_from_any_test_run_is_a_knife_edge(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    tool = _tool()
+    one = ROOT / "results" / "coordconv-quick"
+    two = tmp_path / "two-threads"
+    shutil.copytree(ROOT / "results" / "coordconv-quick-2threads", two)
+    data = json.loads((two / "results.json").read_text())
+    claim = next(c for c in data["claims"] if c["id"] == "quadrant.rendering.coordconv.test_iou")
+    claim["per_seed"] = [0.5 for _ in claim["per_seed"]]  # below its target of >= 0.9
+    (two / "results.json").write_text(json.dumps(data))
+    assert tool.main(["--compare", str(one), str(one), str(two)]) == 1
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if "quadrant.rendering.coordconv.test_iou" in ln)
+    assert row.count("holds (4/4)") == 2 and "fails (0/4)" in row and "**knife edge**" in row
+    assert "knife edges: 1 of" in out

@@ -1,16 +1,18 @@
 """Knife edges at quick scale: a paper's findings on validation seeds against its test seeds.
 
     python tools/knife_edges.py --run resnet --out runs/knife   # runs seeds 100-107, then compares
-    python tools/knife_edges.py --compare runs/knife/resnet-quick-s100-107 results/resnet-quick
+    python tools/knife_edges.py --compare runs/knife/resnet-quick-s100-107 \\
+        results/resnet-quick results/resnet-quick-2threads
 
 ``--run NAME`` runs ``paperzoo reproduce NAME --scale quick --seeds 100-107 --jobs 2 --threads 1``
 into OUT/NAME-quick-s100-107 (one thread per seed, two seeds at a time: about 20 minutes of wall
 time per paper on two cores; a finished run is not run again: reproduce resumes), then compares it
-with the committed test-seed run ``results/NAME-quick``. ``--compare VALIDATION TEST`` only
-compares two run directories.
+with the committed test-seed runs ``results/NAME-quick`` and ``results/NAME-quick-2threads``.
+``--compare VALIDATION TEST [TEST ...]`` only compares run directories.
 
-The comparison prints, per finding, the verdict and mean on each seed set and marks a finding
-whose verdict differs as a knife edge: its target sits where the seed draw decides the outcome.
+The comparison prints, per finding, the verdict and mean on each run (every run judged by the
+claims as declared now) and marks a finding whose validation verdict differs from a test run's
+as a knife edge: its target sits where the seed draw decides the outcome.
 A knife edge is fixed at its cause (too few steps, a target at the effect's edge, a baseline
 tuned on test seeds), decided on validation seeds only, and listed under "Changed after seeing
 test results" in the paper's docs; the exit status is 1 when any finding is a knife edge.
@@ -24,7 +26,8 @@ import sys
 from pathlib import Path
 
 from paperzoo.verdict import load_result
-from paperzoo.verdict.result import Result
+from paperzoo.verdict.counting import rejudge
+from paperzoo.verdict.result import ClaimResult, Result, format_seeds
 
 VALIDATION = "100-107"
 
@@ -33,36 +36,51 @@ def _mean(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def compare(validation: Result, test: Result) -> tuple[list[str], list[str]]:
-    """Markdown rows of every finding of ``test`` (verdict and mean on both seed sets), and the
-    ids of the findings whose verdicts differ."""
+def _cell(c: ClaimResult | None) -> str:
+    if c is None:
+        return "absent"
+    return f"{c.verdict} ({c.holds_on}/{len(c.per_seed)}), {_mean(c.mean)}"
+
+
+def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
+    """Markdown rows of every finding of the first of ``tests`` (verdict and mean on each run),
+    and the ids of the findings whose verdict on the validation seeds differs from one of the
+    test runs'. Every run is judged by the claims as declared now (``rejudge``)."""
+    validation = rejudge(validation)[0]
+    tests = tuple(rejudge(t)[0] for t in tests)
     val = {c.id: c for c in validation.claims}
+    others = [{c.id: c for c in t.claims} for t in tests[1:]]
     rows, edges = [], []
-    for c in test.findings:
+    for c in tests[0].findings:
         v = val.get(c.id)
-        v_verdict = "absent" if v is None else v.verdict
-        edge = v_verdict != c.verdict
+        test_cells = [c, *(o.get(c.id) for o in others)]
+        edge = any(v is None or t is None or v.verdict != t.verdict for t in test_cells)
         if edge:
             edges.append(c.id)
         rows.append(
-            f"| `{c.id}` | {c.target} | {c.verdict} ({c.holds_on}/{len(c.per_seed)}), "
-            f"{_mean(c.mean)} | {v_verdict}"
-            + ("" if v is None else f" ({v.holds_on}/{len(v.per_seed)}), {_mean(v.mean)}")
-            + f" | {'**knife edge**' if edge else ''} |"
+            f"| `{c.id}` | {c.target} | "
+            + " | ".join(_cell(t) for t in test_cells)
+            + f" | {_cell(v)} | {'**knife edge**' if edge else ''} |"
         )
     return rows, edges
 
 
-def report(validation_dir: Path, test_dir: Path) -> int:
-    validation, test = load_result(validation_dir), load_result(test_dir)
-    if validation.paper != test.paper or validation.scale != test.scale:
-        sys.stderr.write(f"{validation_dir} and {test_dir} are not runs of one paper and scale\n")
-        return 2
-    rows, edges = compare(validation, test)
+def report(validation_dir: Path, *test_dirs: Path) -> int:
+    validation = load_result(validation_dir)
+    tests = [load_result(d) for d in test_dirs]
+    for d, t in zip(test_dirs, tests, strict=True):
+        if validation.paper != t.paper or validation.scale != t.scale:
+            sys.stderr.write(f"{validation_dir} and {d} are not runs of one paper and scale\n")
+            return 2
+    rows, edges = compare(validation, *tests)
+    heads = " | ".join(
+        f"test seeds {format_seeds(t.seeds)} ({d.name})"
+        for d, t in zip(test_dirs, tests, strict=True)
+    )
     lines = [
-        f"{test.paper} ({test.scale}): test seeds {test_dir}, validation seeds {validation_dir}",
-        "| finding | target | test seeds: verdict, mean | validation seeds | |",
-        "|---|---|---|---|---|",
+        f"{validation.paper} ({validation.scale}): validation seeds {validation_dir}",
+        f"| finding | target | {heads} | validation seeds {format_seeds(validation.seeds)} | |",
+        "|---|---|" + "---|" * len(tests) + "---|---|",
         *rows,
         f"knife edges: {len(edges)} of {len(rows)}" + (f" ({', '.join(edges)})" if edges else ""),
     ]
@@ -74,9 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run", metavar="NAME", help="run NAME's quick protocol on seeds 100-107")
     parser.add_argument("--out", type=Path, default=Path("runs/knife"))
-    parser.add_argument("--compare", nargs=2, type=Path, metavar=("VALIDATION", "TEST"))
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="VALIDATION TEST [TEST ...]: compare a validation-seed run with test-seed runs",
+    )
     args = parser.parse_args(argv)
     if args.compare:
+        if len(args.compare) < 2:
+            parser.error("--compare needs a validation run and at least one test run")
         return report(*args.compare)
     if not args.run:
         parser.error("give --run NAME or --compare VALIDATION TEST")
@@ -87,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     if subprocess.call(cmd) not in (0, 1):  # 1: a finding fails, still a result to compare
         return 2
-    return report(out, Path("results") / f"{args.run}-quick")
+    tests = [Path("results") / f"{args.run}-quick{t}" for t in ("", "-2threads")]
+    return report(out, *(t for t in tests if (t / "results.json").is_file()))
 
 
 if __name__ == "__main__":
