@@ -40,3 +40,5 @@ def test_a_single_seed_or_a_task_one_seed_lacks_adds_no_note() -> None:
     one = _seed_run(0, [1.0]).details
     assert exp.seed_notes([one], [0]) == []
     assert exp.seed_notes([one, {"ggnn": {}}], [0, 1]) == []
+    old = {"ggnn": {"babi16": {"model": "GG-NN", "test_acc_per_fold": [1.0]}}}  # no solve counts
+    assert exp.seed_notes([one, old], [0, 1]) == []

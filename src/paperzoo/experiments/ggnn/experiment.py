@@ -431,8 +431,8 @@ class GGNNExperiment(Experiment):
         notes = []
         for task, first in per_seed[0].items():
             rows = [p[task] for p in per_seed if task in p]
-            if len(rows) != len(per_seed):
-                continue
+            if len(rows) != len(per_seed) or not all("solved" in r for r in rows):
+                continue  # a task some seed lacks, or runs that predate the solve counts
             solved = [int(r["solved"]) for r in rows]
             n = sum(len(r["test_acc_per_fold"]) for r in rows)
             accs = [a for r in rows for a in r["test_acc_per_fold"]]
