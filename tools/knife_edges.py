@@ -5,8 +5,8 @@
         results/resnet-quick results/resnet-quick-2threads
 
 ``--run NAME`` runs ``paperzoo reproduce NAME --scale quick --seeds 100-107 --jobs 2 --threads 1``
-into OUT/NAME-quick-s100-107 (one thread per seed, two seeds at a time: about 20 minutes of wall
-time per paper on two cores; a finished run is not run again: reproduce resumes), then compares it
+into OUT/NAME-quick-s100-107 (one thread per seed, two seeds at a time: 0.4-2.9 CPU-hours a
+paper, docs/knife-edges.md; a finished run is not run again: reproduce resumes), then compares it
 with the committed test-seed runs ``results/NAME-quick`` and ``results/NAME-quick-2threads``.
 ``--compare VALIDATION TEST [TEST ...]`` only compares run directories.
 
