@@ -206,7 +206,7 @@ CONFIGS = {
         val_fraction=0.1, eval_every=2, eval_limit=16,
     ),
     "quick": Config(
-        cls_steps=1000, uniform_cls_steps=300, render_steps=300, batch_size=16, micro_batch=4,
+        cls_steps=1000, uniform_cls_steps=300, render_steps=1000, batch_size=16, micro_batch=4,
         lr=1e-2, deconv_steps=1500, deconv_batch_size=32, deconv_lr=1e-2,
         deconv_running_stats_from=0.5,
         reg_steps=300, reg_lr=1e-2, reg_batch_size=32, reg_betas=(0.9, 0.999), reg_l2=0.0,
