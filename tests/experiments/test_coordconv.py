@@ -344,6 +344,23 @@ def test_the_regression_part_runs_alone(smoke_ctx):
         assert f"quadrant.regression.{key}" in extra
 
 
+def test_the_rendering_part_runs_alone_and_matches_the_whole_paper(smoke_ctx, tmp_path):
+    """``--part rendering``: the CoordConv painter of Sec. 4.3 alone, its claim only, and the
+    same IoU as the whole paper's run at the same seed (every model is seeded from the seed)."""
+    run_experiment("coordconv", dataclasses.replace(smoke_ctx, part="rendering"))
+    d = json.loads((smoke_ctx.out_dir / "results.json").read_text())
+    assert d["part"] == "rendering"
+    assert [c["id"] for c in d["claims"]] == ["quadrant.rendering.coordconv.test_iou"]
+    assert sorted(p.name for p in (smoke_ctx.out_dir / "runs").iterdir()) == [
+        "quadrant-rendering-coordconv"
+    ]
+    whole = dataclasses.replace(smoke_ctx, out_dir=tmp_path / "whole")
+    run_experiment("coordconv", whole)
+    w = json.loads((whole.out_dir / "results.json").read_text())
+    iou = {c["id"]: c["measured"] for c in w["claims"]}["quadrant.rendering.coordconv.test_iou"]
+    assert d["claims"][0]["measured"] == iou
+
+
 def test_full_scale_trains_on_the_authors_splits_without_a_hold_out(smoke_ctx):
     """Full trains on the authors' split sizes (uber-research/CoordConv
     data/not_so_clevr_generator.py: quadrant 2,407 / 729, uniform 2,368 / 768), with no
@@ -498,7 +515,8 @@ def test_the_classification_part_at_full_checks_the_deconv_fit_on_both_splits():
         "quadrant-classification-coordconv": 7550, "quadrant-classification-deconv": 76000,
         "uniform-classification-coordconv": 7400, "uniform-classification-deconv": 74000,
     }  # fmt: skip
-    with pytest.raises(ValueError, match="has no part 'nosuch'; parts: classification, regression"):
+    parts = "parts: classification, regression, rendering"
+    with pytest.raises(ValueError, match=f"has no part 'nosuch'; {parts}"):
         exp.claims_at(RunContext(scale="full", part="nosuch"))
-    with pytest.raises(ValueError, match="parts: classification, regression"):
-        exp.run(exp.config("smoke"), RunContext(scale="smoke", part="rendering"))
+    with pytest.raises(ValueError, match=parts):
+        exp.run(exp.config("smoke"), RunContext(scale="smoke", part="painting"))

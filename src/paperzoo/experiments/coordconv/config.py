@@ -140,6 +140,7 @@ PARTS = MappingProxyType(
     {
         "classification": ("quadrant.classification.", "uniform.classification.", "painter."),
         "regression": ("quadrant.regression.",),
+        "rendering": ("quadrant.rendering.",),
     }
 )
 CLAIMS = (
