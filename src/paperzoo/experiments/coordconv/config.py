@@ -135,7 +135,7 @@ PREMISE = MappingProxyType(
 )
 # The parts of the paper that run alone (--part NAME): name -> the prefixes of its claim ids.
 # Classification (Sec. 4.1) trains both painters on both splits, so it also measures the painters'
-# parameter checks; rendering runs only with the whole paper.
+# parameter checks; rendering (Sec. 4.3) trains the CoordConv painter on the quadrant split.
 PARTS = MappingProxyType(
     {
         "classification": ("quadrant.classification.", "uniform.classification.", "painter."),
