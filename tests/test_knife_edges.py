@@ -58,3 +58,14 @@ def test_a_verdict_that_differs_from_any_test_run_is_a_knife_edge(tmp_path: Path
     row = next(ln for ln in out.splitlines() if "quadrant.rendering.coordconv.test_iou" in ln)
     assert row.count("holds (4/4)") == 2 and "fails (0/4)" in row and "**knife edge**" in row
     assert "knife edges: 1 of" in out
+
+
+def test_a_part_run_is_compared_on_its_part_findings_only(capsys) -> None:  # noqa: ANN001
+    """A validation run of ``--part rendering`` names no finding of the other parts a knife edge."""
+    tool = _tool()
+    part = ROOT / "results" / "validation" / "coordconv-rendering-quick-s100-107"
+    test = ROOT / "results" / "coordconv-quick"
+    assert tool.main(["--compare", str(part), str(test)]) == 0
+    out = capsys.readouterr().out
+    assert "part rendering" in out and "knife edges: 0 of 1" in out
+    assert "quadrant.rendering.coordconv.test_iou" in out and "classification" not in out

@@ -8,7 +8,8 @@
 into OUT/NAME-quick-s100-107 (one thread per seed, two seeds at a time: 0.4-2.9 CPU-hours a
 paper, docs/knife-edges.md; a finished run is not run again: reproduce resumes), then compares it
 with the committed test-seed runs ``results/NAME-quick`` and ``results/NAME-quick-2threads``.
-``--compare VALIDATION TEST [TEST ...]`` only compares run directories.
+``--compare VALIDATION TEST [TEST ...]`` only compares run directories; a VALIDATION run of one
+``--part`` is compared on that part's findings.
 
 The comparison prints, per finding, the verdict and mean on each run (every run judged by the
 claims as declared now) and marks a finding whose validation verdict differs from a test run's
@@ -45,13 +46,17 @@ def _cell(c: ClaimResult | None) -> str:
 def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
     """Markdown rows of every finding of the first of ``tests`` (verdict and mean on each run),
     and the ids of the findings whose verdict on the validation seeds differs from one of the
-    test runs'. Every run is judged by the claims as declared now (``rejudge``)."""
+    test runs'. Every run is judged by the claims as declared now (``rejudge``). A validation
+    run of one part (``--part``) is compared on that part's findings only."""
     validation = rejudge(validation)[0]
     tests = tuple(rejudge(t)[0] for t in tests)
     val = {c.id: c for c in validation.claims}
     others = [{c.id: c for c in t.claims} for t in tests[1:]]
+    findings = tests[0].findings
+    if validation.part is not None:
+        findings = [c for c in findings if c.id in val]
     rows, edges = [], []
-    for c in tests[0].findings:
+    for c in findings:
         v = val.get(c.id)
         test_cells = [c, *(o.get(c.id) for o in others)]
         edge = any(v is None or t is None or v.verdict != t.verdict for t in test_cells)
@@ -77,8 +82,9 @@ def report(validation_dir: Path, *test_dirs: Path) -> int:
         f"test seeds {format_seeds(t.seeds)} ({d.name})"
         for d, t in zip(test_dirs, tests, strict=True)
     )
+    part = "" if validation.part is None else f", part {validation.part}"
     lines = [
-        f"{validation.paper} ({validation.scale}): validation seeds {validation_dir}",
+        f"{validation.paper} ({validation.scale}{part}): validation seeds {validation_dir}",
         f"| finding | target | {heads} | validation seeds {format_seeds(validation.seeds)} | |",
         "|---|---|" + "---|" * len(tests) + "---|---|",
         *rows,
