@@ -13,7 +13,10 @@ with the committed test-seed runs ``results/NAME-quick`` and ``results/NAME-quic
 
 The comparison prints, per finding, the verdict and mean on each run (every run judged by the
 claims as declared now) and marks a finding whose validation verdict differs from a test run's
-as a knife edge: its target sits where the seed draw decides the outcome.
+as a knife edge: its target sits where the seed draw decides the outcome. The decision is
+``paperzoo.verdict.mark_knife_edges``, the one the summary counts with once the validation run
+is committed under results/validation/; a validation run that cannot decide (other seeds, a
+config the code no longer declares: ``validation_problem``) is refused with exit status 2.
 A knife edge is fixed at its cause (too few steps, a target at the effect's edge, a baseline
 tuned on test seeds), decided on validation seeds only, and listed under "Changed after seeing
 test results" in the paper's docs; the exit status is 1 when any finding is a knife edge.
@@ -26,8 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paperzoo.verdict import load_result
-from paperzoo.verdict.counting import rejudge
+from paperzoo.verdict import load_result, mark_knife_edges, rejudge, validation_problem
 from paperzoo.verdict.result import ClaimResult, Result, format_seeds
 
 VALIDATION = "100-107"
@@ -46,11 +48,12 @@ def _cell(c: ClaimResult | None) -> str:
 def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
     """Markdown rows of every finding of the first of ``tests`` (verdict and mean on each run),
     and the ids of the findings whose verdict on the validation seeds differs from one of the
-    test runs'. Every run is judged by the claims as declared now (``rejudge``). A validation
-    run of one part (``--part``) is compared on that part's findings only."""
-    validation = rejudge(validation)[0]
+    test runs' (``mark_knife_edges``). Every run is judged by the claims as declared now
+    (``rejudge``). A validation run of one part (``--part``) is compared on that part's
+    findings only."""
     tests = tuple(rejudge(t)[0] for t in tests)
-    val = {c.id: c for c in validation.claims}
+    edged = set().union(*(mark_knife_edges(t, [validation]) for t in tests))
+    val = {c.id: c for c in rejudge(validation)[0].claims}
     others = [{c.id: c for c in t.claims} for t in tests[1:]]
     findings = tests[0].findings
     if validation.part is not None:
@@ -59,7 +62,7 @@ def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
     for c in findings:
         v = val.get(c.id)
         test_cells = [c, *(o.get(c.id) for o in others)]
-        edge = any(v is None or t is None or v.verdict != t.verdict for t in test_cells)
+        edge = c.id in edged
         if edge:
             edges.append(c.id)
         rows.append(
@@ -72,6 +75,9 @@ def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
 
 def report(validation_dir: Path, *test_dirs: Path) -> int:
     validation = load_result(validation_dir)
+    if (problem := validation_problem(validation, validation_dir)) is not None:
+        sys.stderr.write(f"{validation_dir} cannot decide knife edges: {problem}\n")
+        return 2
     tests = [load_result(d) for d in test_dirs]
     for d, t in zip(test_dirs, tests, strict=True):
         if validation.paper != t.paper or validation.scale != t.scale:

@@ -43,12 +43,7 @@ def headline(count: Count) -> str:
     ("Findings holding: k of n (...; not counted: why)"), from ``paperzoo.verdict.counts``."""
     result, n = count.result, count.findings
     if count.reason is None:
-        more = (
-            f"; {count.unverified} more hold on unverified paper numbers"
-            if count.unverified
-            else ""
-        )
-        more += f"; {len(count.unstable)} unstable, not counted" if count.unstable else ""
+        more = "".join(f"; {note}" for note in count.notes())
         return f"Findings reproduced: {len(count.reproduced)} of {n} ({run_label(result)}{more})"
     return f"Findings holding: {count.holding} of {n} ({run_label(result)}; not counted: {count.reason})"
 

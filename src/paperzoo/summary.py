@@ -19,7 +19,8 @@ against the claims the code declares (a stored target that differs is flagged), 
 checked against the seed runs beside it, a run of a config the code no longer declares does not
 count, and a quick finding counts only where the runs at one and at two threads per process give
 the same verdict (a flip is shown as ``unstable``, with both values; a quick run with no twin at
-another thread count does not count).
+another thread count does not count). Runs over validation seeds (100 and up) are not shown; a
+finding whose verdict on one of them differs is a ``knife edge`` and does not count.
 
 Verdicts are coloured by CSS classes (``v-holds``, ``v-fragile``, ``v-fails``,
 ``v-not-measured``, ``v-reported``), never by emoji: headless browsers without an emoji font
@@ -46,8 +47,10 @@ from paperzoo.verdict import (
     Result,
     counts,
     format_seeds,
+    is_validation_run,
     run_label,
     threads_of,
+    validation_problem,
 )
 
 __all__ = ["render_summary_html", "render_summary_markdown"]
@@ -89,14 +92,16 @@ class _Run:
     def why_unstable(self, cid: str) -> str | None:
         return self.count.why_unstable(cid)
 
+    def why_knife_edge(self, cid: str) -> str | None:
+        return self.count.why_knife_edge(cid)
+
     @property
     def part(self) -> str | None:
         return self.result.part
 
     @property
     def label(self) -> str:
-        r = self.result
-        label = r.scale + (f", part {self.part}" if self.part else "")
+        label = _label(self.result)
         if self.dir is not None:
             label += f" ({self.dir.name})"
         return label
@@ -116,6 +121,8 @@ class _Paper:
     full: list[_Run]
     other: list[_Run]  # smoke runs and any other scale
     not_run: tuple[NotRun, ...]
+    # the paper's runs over validation seeds: (label, why it cannot decide knife edges or None)
+    validation: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def runs(self) -> list[_Run]:
@@ -128,12 +135,25 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
     where: list[Path | None] = (
         [Path(d) for d in dirs] if dirs is not None else [None] * len(results)
     )
-    quick = [(r, d) for r, d in zip(results, where, strict=True) if r.scale == "quick"]
+    runs = list(zip(results, where, strict=True))
+    # runs over validation seeds are not shown: they only decide the knife edges
+    checks = [(r, d) for r, d in runs if is_validation_run(r)]
+    runs = [(r, d) for r, d in runs if not is_validation_run(r)]
+    quick = [(r, d) for r, d in runs if r.scale == "quick"]
     by_name: dict[str, _Paper] = {}
-    for r, d in zip(results, where, strict=True):
+    for r, d in runs:
         paper = by_name.setdefault(r.paper, _Paper(r.paper, r.title, [], [], [], ()))
-        run = _Run(counts(r, run_dir=d, twins=[q for q in quick if q[0].paper == r.paper]), d)
+        twins = [q for q in quick if q[0].paper == r.paper]
+        mine = [v for v in checks if v[0].paper == r.paper]
+        run = _Run(counts(r, run_dir=d, twins=twins, validation=mine), d)
         {"quick": paper.quick, "full": paper.full}.get(r.scale, paper.other).append(run)
+    for r, d in checks:
+        if r.paper in by_name:
+            label = f"{_label(r)}, validation seeds {format_seeds(r.seeds)}" + (
+                f" ({d.name})" if d is not None else ""
+            )
+            paper = by_name[r.paper]
+            paper.validation += ((label, validation_problem(r, d)),)
     for paper in by_name.values():
         done = {run.part for run in paper.full}
         declared = _declared(paper.name)
@@ -148,6 +168,14 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
         return (declared.order if declared is not None else float("inf"), p.name)
 
     return sorted(by_name.values(), key=rank)
+
+
+def _label(r: Result) -> str:
+    return r.scale + (f", part {r.part}" if r.part else "")
+
+
+def _validation_text(why: str | None) -> str:
+    return "decides the knife edges" if why is None else f"not used for knife edges: {why}"
 
 
 def _declared(name: str) -> Experiment | None:
@@ -174,6 +202,8 @@ def _spread(c: ClaimResult) -> str:
 def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
     if run is not None and (why := run.why_unstable(c.id)) is not None:
         return f"unstable: {why}"
+    if run is not None and (why := run.why_knife_edge(c.id)) is not None:
+        return f"knife edge: {c.verdict} {c.holds_on}/{len(c.per_seed)} here, {why}"
     if c.verdict == "reported":
         return "reported"
     text = f"{c.verdict_text} {c.holds_on}/{len(c.per_seed)}"
@@ -183,7 +213,7 @@ def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
 
 
 def _verdict_class(c: ClaimResult, run: _Run | None = None) -> str:
-    if run is not None and run.why_unstable(c.id) is not None:
+    if run is not None and (run.why_unstable(c.id) or run.why_knife_edge(c.id)) is not None:
         return _VERDICT_CLASS["unstable"]
     return _VERDICT_CLASS[c.verdict]
 
@@ -204,9 +234,7 @@ def _headline(run: _Run) -> str:
     k, n = run.counts()
     what = run_label(run.result)
     if run.reason is None:
-        unverified = run.count.unverified
-        extra = f"; {unverified} more hold on unverified paper numbers" if unverified else ""
-        extra += f"; {len(run.unstable)} unstable, not counted" if run.unstable else ""
+        extra = "".join(f"; {note}" for note in run.count.notes())
         return f"{k} of {n} findings reproduced ({what}{extra})"
     return f"{k} of {n} findings holding ({what}); not counted"
 
@@ -328,6 +356,7 @@ def render_summary_markdown(
             lines.append(
                 f"- full{f', part {e.part}' if e.part else ''}: not run, {e.label}: {e.why}"
             )
+        lines += [f"- {label}: {_md_cell(_validation_text(why))}" for label, why in p.validation]
         runs, rows = _claim_rows(p)
         if not rows:
             continue
@@ -566,6 +595,10 @@ def render_summary_html(
                 f"</h3>{_html_notrun(e, short=False)}</div>"
             )
         parts.append("<div class='runs'>" + "\n".join(cards) + "</div>")
+        parts += [
+            f"<div class='why'>{escape(label)}: {escape(_validation_text(why))}</div>"
+            for label, why in p.validation
+        ]
         parts.append(_html_findings(p))
         parts.append("</section>")
     parts.append("</body></html>")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
@@ -11,7 +12,15 @@ import pytest
 from paperzoo.experiments.base import ClaimSpec
 from paperzoo.report import headline
 from paperzoo.summary import render_summary_markdown
-from paperzoo.verdict import ClaimResult, Count, Result, counts, load_result
+from paperzoo.verdict import (
+    ClaimResult,
+    Count,
+    Result,
+    counts,
+    is_validation_run,
+    load_result,
+    mark_knife_edges,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,9 +66,13 @@ def test_reproduce_and_summary_give_the_same_answer_for_every_committed_run() ->
     results, dirs = _committed()
     md = render_summary_markdown(results, dirs=dirs)
     given = list(zip(results, dirs, strict=True))
+    validation = [(r, d) for r, d in given if is_validation_run(r)]
     answers = {}
     for r, d in given:
-        count = counts(r, run_dir=d, twins=given)
+        if is_validation_run(r):  # not shown: it only decides the knife edges
+            assert f"({d.name}): **" not in md
+            continue
+        count = counts(r, run_dir=d, twins=given, validation=validation)
         _agrees(count, _summary_line(md, r, d))
         answers[d.name] = count.reason
     assert any(why is None for why in answers.values()), answers  # some committed runs count
@@ -68,6 +81,8 @@ def test_reproduce_and_summary_give_the_same_answer_for_every_committed_run() ->
 def test_each_committed_run_given_alone_reads_the_same_in_its_report_and_the_summary() -> None:
     results, dirs = _committed()
     for r, d in zip(results, dirs, strict=True):
+        if is_validation_run(r):
+            continue
         count = counts(r, run_dir=d)  # what reproduce prints and report.md states
         _agrees(count, _summary_line(render_summary_markdown([r], dirs=[d]), r, d))
         if r.scale == "quick" and count.result.not_counted_reason() is None:
@@ -130,6 +145,50 @@ def test_a_finding_that_flips_with_the_thread_count_is_unstable_and_not_reproduc
     why = c.why_unstable("split.gap")
     assert why is not None and "holds 3/4, mean 0.75 at 1 thread (x-quick)" in why
     assert "1 unstable, not counted" in headline(c)
+
+
+def test_a_finding_whose_verdict_differs_on_validation_seeds_is_a_knife_edge() -> None:
+    one, two = _run(threads=1), _run(threads=2)  # both findings hold on seeds 0-3
+    val = _run(seeds=range(100, 108), gap=(0.8, 0.8, 0.6, 0.6, 0.6, 0.8, 0.8, 0.8))  # fragile
+    val.claims = [
+        ClaimResult(c.id, c.statement, c.paper, [c.per_seed[0]] * 8 if c.id != "split.gap"
+                    else list(val.claims[1].per_seed), c.target, c.kind)
+        for c in val.claims
+    ]  # fmt: skip
+    c = counts(one, twins=[two], validation=[(val, "x-quick-s100-107")])
+    assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
+    why = c.why_knife_edge("split.gap")
+    assert why == "fragile 5/8, mean 0.725 on validation seeds 100-107 (x-quick-s100-107)"
+    assert c.why_knife_edge("split.acc") is None
+    assert "1 knife edge, not counted" in headline(c)
+    # the same verdicts on validation seeds: nothing marked
+    same = _run(seeds=range(100, 108), gap=(0.8,) * 8)
+    same.claims = [ClaimResult(x.id, x.statement, x.paper, [x.per_seed[0]] * 8, x.target, x.kind)
+                   for x in same.claims]  # fmt: skip
+    assert counts(one, twins=[two], validation=[same]).knife_edges == ()
+    # ignored: test seeds, another scale, a modified config, a config the code no longer declares
+    for other in (
+        _run(threads=2, gap=(0.6,) * 4),
+        dataclasses.replace(val, scale="full"),
+        dataclasses.replace(val, overrides={"steps": "5"}),
+        dataclasses.replace(val, config={"cls_steps": -1}),
+    ):
+        assert mark_knife_edges(counts(one).result, [other]) == {}
+
+
+def test_a_validation_run_of_one_part_marks_only_that_parts_findings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from paperzoo.experiments import EXPERIMENTS
+
+    parts = {"gap": ("split.gap",), "acc": ("split.acc",)}
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "parts", parts)
+    one = _run(threads=1)
+    val = _run(seeds=range(100, 108), part="gap")
+    val.claims = [ClaimResult(c.id, c.statement, c.paper, [0.0] * 8, c.target, c.kind)
+                  for c in val.claims[1:2]]  # fmt: skip
+    assert set(mark_knife_edges(counts(one).result, [val])) == {"split.gap"}
+    assert mark_knife_edges(dataclasses.replace(one, part="acc"), [val]) == {}
 
 
 def test_the_runs_own_reasons_come_first_then_the_rejudging() -> None:

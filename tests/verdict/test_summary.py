@@ -329,6 +329,22 @@ def test_a_verdict_that_flips_with_the_thread_count_is_unstable_and_not_counted(
     assert "v-unstable" in _parse(render_summary_html([one, two])).classes
 
 
+def test_validation_seed_runs_are_not_shown_and_mark_the_knife_edges() -> None:
+    one, two = _result(threads=1), _result(threads=2)  # split.acc holds on seeds 0-3
+    seeds = tuple(range(100, 108))
+    val = _result(seeds=seeds, values=(1.0, 0.9, 0.9, 1.0) * 2, other=(0.5,) * 8, threads=1)
+    dirs = [Path("x-quick"), Path("x-quick-2threads"), Path("validation/x-quick-s100-107")]
+    md = render_summary_markdown([one, two, val], dirs=dirs)
+    overview = md.split("\n## ")[0]
+    assert "0 of 2 findings reproduced" in overview and "1 knife edge, not counted" in overview
+    assert "x-quick-s100-107): **" not in md  # the validation run has no line of its own
+    assert "- quick, validation seeds 100-107 (x-quick-s100-107): decides the knife edges" in md
+    assert "knife edge: holds 4/4 here, fragile 4/8, mean 0.95 on validation seeds 100-107" in md
+    assert "v-unstable" in _parse(render_summary_html([one, two, val])).classes
+    # without it the same runs reproduce the finding
+    assert "1 of 2 findings reproduced" in render_summary_markdown([one, two], dirs=dirs[:2])
+
+
 def test_a_quick_run_without_a_twin_at_another_thread_count_does_not_count() -> None:
     alone = _result(threads=1)
     md = render_summary_markdown([alone], overview_only=True)

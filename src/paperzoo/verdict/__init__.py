@@ -12,7 +12,17 @@ Rendering (report.md, the summary page) lives in ``paperzoo.report`` and ``paper
 See docs/verdicts.md.
 """
 
-from paperzoo.verdict.counting import Count, counts, mark_unstable, own_reason, rejudge, threads_of
+from paperzoo.verdict.counting import (
+    Count,
+    counts,
+    is_validation_run,
+    mark_knife_edges,
+    mark_unstable,
+    own_reason,
+    rejudge,
+    threads_of,
+    validation_problem,
+)
 from paperzoo.verdict.merging import (
     aggregate,
     check_mergeable,
@@ -57,7 +67,9 @@ __all__ = [
     "format_seeds",
     "is_boolean_target",
     "is_measured",
+    "is_validation_run",
     "load_result",
+    "mark_knife_edges",
     "mark_unstable",
     "merge_dirs",
     "own_reason",
@@ -67,4 +79,5 @@ __all__ = [
     "target_line",
     "threads_of",
     "validate_target",
+    "validation_problem",
 ]

@@ -13,7 +13,10 @@ A run's findings count as reproduced only when nothing below stops it, checked i
    seeds or code differ from the seed runs beside it, a value of the wrong type for its target;
 3. at quick scale, the thread-count confirmation (``mark_unstable``): a quick verdict counts
    where runs at one and at two threads per process agree; a lone quick run is "not confirmed
-   at a second thread count", and a finding whose verdict flips is ``unstable`` and not counted.
+   at a second thread count", and a finding whose verdict flips is ``unstable`` and not counted;
+4. the validation seeds (``mark_knife_edges``): a finding whose verdict on a run of the same
+   paper and scale over validation seeds (100 and up) differs from its verdict here is a
+   ``knife edge`` and not counted: another seed draw would read another verdict.
 
 Every verdict is recomputed from the stored per-seed values against the target the code declares
 for that claim at that scale (a stored target that differs is flagged and ignored), with the
@@ -35,7 +38,17 @@ from paperzoo.utils.format import format_number
 from paperzoo.verdict.result import ClaimResult, Result, format_seeds, load_result
 from paperzoo.verdict.targets import MIN_SEEDS_REPRODUCED, PROTOCOL_SEEDS, VALIDATION_SEEDS_FROM
 
-__all__ = ["Count", "counts", "mark_unstable", "own_reason", "rejudge", "threads_of"]
+__all__ = [
+    "Count",
+    "counts",
+    "is_validation_run",
+    "mark_knife_edges",
+    "mark_unstable",
+    "own_reason",
+    "rejudge",
+    "threads_of",
+    "validation_problem",
+]
 
 _STOP = "not counted: "  # the prefix of a problem that stops a run from counting
 # A run given beside the one judged: its result, and its directory (None: not known).
@@ -55,6 +68,8 @@ class Count:
         unverified: findings that hold but do not count, their paper number unverified.
         unstable: (claim id, every run's verdict and mean) of the findings whose verdict
             differs between thread counts.
+        knife_edges: (claim id, its verdict and mean on the validation seeds) of the findings
+            whose verdict there differs from the one here.
         flags: what the re-judging found that does not stop the run from counting (a stored
             target that differs from the declared one, a claim no longer declared).
     """
@@ -65,6 +80,7 @@ class Count:
     holding: int = 0
     unverified: int = 0
     unstable: tuple[tuple[str, str], ...] = ()
+    knife_edges: tuple[tuple[str, str], ...] = ()
     flags: tuple[str, ...] = ()
 
     @property
@@ -80,9 +96,30 @@ class Count:
         """Why finding ``cid`` is unstable (every run's verdict); None when it is not."""
         return dict(self.unstable).get(cid)
 
+    def notes(self) -> list[str]:
+        """What a counted run's headline adds after its label: the holding findings that do not
+        count, by why ("2 more hold on unverified paper numbers", "1 unstable, not counted",
+        "2 knife edges, not counted")."""
+        out = (
+            [f"{self.unverified} more hold on unverified paper numbers"] if self.unverified else []
+        )
+        if self.unstable:
+            out.append(f"{len(self.unstable)} unstable, not counted")
+        if edges := len(self.knife_edges):
+            out.append(f"{edges} knife edge{'s' if edges > 1 else ''}, not counted")
+        return out
+
+    def why_knife_edge(self, cid: str) -> str | None:
+        """Why finding ``cid`` is a knife edge (its validation verdict); None when it is not."""
+        return dict(self.knife_edges).get(cid)
+
 
 def counts(
-    result: Result, *, run_dir: str | Path | None = None, twins: Sequence[Twin] | None = None
+    result: Result,
+    *,
+    run_dir: str | Path | None = None,
+    twins: Sequence[Twin] | None = None,
+    validation: Sequence[Twin] | None = None,
 ) -> Count:
     """Whether ``result`` counts as a reproduction, why not, and which findings it reproduces.
 
@@ -95,6 +132,9 @@ def counts(
             it is among them. At quick scale they are what confirms the verdicts at a second
             thread count; their order is the one ``unstable`` lists the runs in (``result``
             first where it is not among them). None or empty: a quick run is not confirmed.
+        validation: runs over validation seeds, each a ``Result`` or ``(Result, its
+            directory)``; those of the same paper and scale (a part run: of its part) that
+            nothing else stops from counting decide the knife edges (``mark_knife_edges``).
 
     Returns:
         The ``Count``: the re-judged result, the reason it does not count (None: it counts), the
@@ -109,8 +149,10 @@ def counts(
             if other[2] is None:
                 group.append((other[0], Path(where).name if where else _label(run)))
         unstable, reason = mark_unstable(group)
+    edges = mark_knife_edges(judged, validation or ()) if reason is None else {}
     findings = judged.findings
-    reproduced = () if reason else tuple(c for c in judged.reproduced() if c.id not in unstable)
+    skip = unstable.keys() | edges.keys()
+    reproduced = () if reason else tuple(c for c in judged.reproduced() if c.id not in skip)
     return Count(
         result=judged,
         reason=reason,
@@ -118,8 +160,68 @@ def counts(
         holding=sum(c.verdict == "holds" for c in findings),
         unverified=judged.holding_unverified(),
         unstable=tuple(unstable.items()),
+        knife_edges=tuple(edges.items()),
         flags=tuple(p for p in problems if not p.startswith(_STOP)),
     )
+
+
+def is_validation_run(result: Result) -> bool:
+    """Whether ``result`` ran on validation seeds only (``VALIDATION_SEEDS_FROM`` and up)."""
+    return bool(result.seeds) and all(s >= VALIDATION_SEEDS_FROM for s in result.seeds)
+
+
+def mark_knife_edges(judged: Result, validation: Sequence[Twin]) -> dict[str, str]:
+    """The findings of the re-judged run ``judged`` whose verdict differs on a validation run:
+    claim id -> that run's verdict and mean.
+
+    A validation run is used when it is of ``judged``'s paper and scale, of the whole paper or of
+    a part that ``judged`` covers (its findings only), and can decide knife edges
+    (``validation_problem``). Where several measure a finding, the first that differs counts.
+    """
+    edges: dict[str, str] = {}
+    here = {c.id: c for c in judged.findings}
+    for item in validation:
+        run, where = item if isinstance(item, tuple) else (item, None)
+        if (run.paper, run.scale) != (judged.paper, judged.scale):
+            continue
+        if run.part is not None and judged.part not in (None, run.part):
+            continue
+        v, problem = _as_validation(run, where)
+        if problem is not None:
+            continue
+        label = Path(where).name if where else _label(run)
+        for c in v.findings:
+            mine = here.get(c.id)
+            if mine is not None and c.verdict != mine.verdict and c.id not in edges:
+                edges[c.id] = (
+                    f"{c.verdict} {c.holds_on}/{len(c.per_seed)}, mean "
+                    f"{format_number(c.mean, sci_digits=2)} on validation seeds "
+                    f"{format_seeds(v.seeds)} ({label})"
+                )
+    return edges
+
+
+def validation_problem(run: Result, where: str | Path | None = None) -> str | None:
+    """Why ``run`` (in ``where``) cannot decide knife edges; None when it can: it ran on
+    validation seeds only and nothing but those seeds stops it from counting (its own fields;
+    the re-judging: a config the code no longer declares, an aggregate that disagrees with its
+    seed runs)."""
+    return _as_validation(run, where)[1]
+
+
+def _as_validation(run: Result, where: str | Path | None) -> tuple[Result, str | None]:
+    """(``run`` re-judged, ``validation_problem``)."""
+    if not is_validation_run(run):
+        return run, (
+            f"seeds {format_seeds(run.seeds)} are not validation seeds "
+            f"({VALIDATION_SEEDS_FROM} and up)"
+        )
+    v, problems = rejudge(run, None if where is None else Path(where))
+    stop = [p.removeprefix(_STOP) for p in problems if p.startswith(_STOP)]
+    if stop:
+        return v, stop[0]
+    own = own_reason(v)
+    return v, None if own == _seeds_problem(v) else own
 
 
 def _judge(result: Result, run_dir: str | Path | None) -> tuple[Result, list[str], str | None]:
