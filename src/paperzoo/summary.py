@@ -49,6 +49,7 @@ from paperzoo.verdict import (
     format_seeds,
     is_validation_run,
     run_label,
+    scale_label,
     threads_of,
     validation_problem,
 )
@@ -101,7 +102,7 @@ class _Run:
 
     @property
     def label(self) -> str:
-        label = _label(self.result)
+        label = scale_label(self.result)
         if self.dir is not None:
             label += f" ({self.dir.name})"
         return label
@@ -149,7 +150,7 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
         {"quick": paper.quick, "full": paper.full}.get(r.scale, paper.other).append(run)
     for r, d in checks:
         if r.paper in by_name:
-            label = f"{_label(r)}, validation seeds {format_seeds(r.seeds)}" + (
+            label = f"{scale_label(r)}, validation seeds {format_seeds(r.seeds)}" + (
                 f" ({d.name})" if d is not None else ""
             )
             paper = by_name[r.paper]
@@ -168,10 +169,6 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
         return (declared.order if declared is not None else float("inf"), p.name)
 
     return sorted(by_name.values(), key=rank)
-
-
-def _label(r: Result) -> str:
-    return r.scale + (f", part {r.part}" if r.part else "")
 
 
 def _validation_text(why: str | None) -> str:

@@ -31,7 +31,14 @@ from paperzoo.verdict.merging import (
     data_identity,
     merge_dirs,
 )
-from paperzoo.verdict.result import ClaimResult, Result, format_seeds, load_result, run_label
+from paperzoo.verdict.result import (
+    ClaimResult,
+    Result,
+    format_seeds,
+    load_result,
+    run_label,
+    scale_label,
+)
 from paperzoo.verdict.targets import (
     MIN_SEEDS_REPRODUCED,
     PROTOCOL_SEEDS,
@@ -75,6 +82,7 @@ __all__ = [
     "own_reason",
     "rejudge",
     "run_label",
+    "scale_label",
     "seeds_needed",
     "target_line",
     "threads_of",

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from paperzoo.utils.format import format_number
-from paperzoo.verdict.result import ClaimResult, Result, format_seeds, load_result
+from paperzoo.verdict.result import ClaimResult, Result, format_seeds, load_result, scale_label
 from paperzoo.verdict.targets import MIN_SEEDS_REPRODUCED, PROTOCOL_SEEDS, VALIDATION_SEEDS_FROM
 
 __all__ = [
@@ -147,7 +147,7 @@ def counts(
         for run, where in _group(result, run_dir, twins or ()):
             other = (judged, problems, reason) if run is result else _judge(run, where)
             if other[2] is None:
-                group.append((other[0], Path(where).name if where else _label(run)))
+                group.append((other[0], Path(where).name if where else scale_label(run)))
         unstable, reason = mark_unstable(group)
     edges = mark_knife_edges(judged, validation or ()) if reason is None else {}
     findings = judged.findings
@@ -189,7 +189,7 @@ def mark_knife_edges(judged: Result, validation: Sequence[Twin]) -> dict[str, st
         v, problem = _as_validation(run, where)
         if problem is not None:
             continue
-        label = Path(where).name if where else _label(run)
+        label = Path(where).name if where else scale_label(run)
         for c in v.findings:
             mine = here.get(c.id)
             if mine is not None and c.verdict != mine.verdict and c.id not in edges:
@@ -240,10 +240,6 @@ def _group(
         pairs.insert(0, (result, run_dir))
     key = (result.paper, result.scale, result.part)
     return [(r, d) for r, d in pairs if (r.paper, r.scale, r.part) == key]
-
-
-def _label(result: Result) -> str:
-    return result.scale + (f", part {result.part}" if result.part else "")
 
 
 # -- 1. the run's own fields ------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from paperzoo.verdict.targets import (
     validate_target,
 )
 
-__all__ = ["ClaimResult", "Result", "format_seeds", "load_result", "run_label"]
+__all__ = ["ClaimResult", "Result", "format_seeds", "load_result", "run_label", "scale_label"]
 
 
 @dataclass
@@ -396,8 +396,13 @@ def format_seeds(seeds: list[int]) -> str:
     return ",".join(parts)
 
 
+def scale_label(result: Result) -> str:
+    """The run's scale and part: ``quick`` or ``full, part classification``."""
+    return f"{result.scale}, part {result.part}" if result.part else result.scale
+
+
 def run_label(result: Result) -> str:
     """What ran, in a few words: ``quick, seeds 0-3, commit 1a4d5126a0c3``."""
-    where = f"{result.scale}, part {result.part}" if result.part else result.scale
+    where = scale_label(result)
     s = "seed" if len(result.seeds) == 1 else "seeds"
     return f"{where}, {s} {format_seeds(result.seeds)}, commit {result.commit or 'unknown'}"
