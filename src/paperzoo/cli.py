@@ -173,7 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--out", type=Path, required=True)
 
     su = sub.add_parser("summary", help="every paper's finding verdicts in one table")
-    su.add_argument("dirs", nargs="+", type=Path, help="result directories (with results.json)")
+    su.add_argument(
+        "dirs",
+        nargs="+",
+        type=Path,
+        help="result directories (with results.json); runs over validation seeds are not shown, "
+        "they mark the knife edges of their paper's runs",
+    )
     su.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
 
     b = sub.add_parser("bench", help="run benchmarks/ (speed against alternative libraries)")
