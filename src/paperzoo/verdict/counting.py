@@ -99,13 +99,14 @@ class Count:
     def notes(self) -> list[str]:
         """What a counted run's headline adds after its label: the holding findings that do not
         count, by why ("2 more hold on unverified paper numbers", "1 unstable, not counted",
-        "2 knife edges, not counted")."""
+        "2 knife edges, not counted"); a finding both unstable and a knife edge is named once,
+        as unstable, so that the numbers add up."""
         out = (
             [f"{self.unverified} more hold on unverified paper numbers"] if self.unverified else []
         )
         if self.unstable:
             out.append(f"{len(self.unstable)} unstable, not counted")
-        if edges := len(self.knife_edges):
+        if edges := len(dict(self.knife_edges).keys() - dict(self.unstable).keys()):
             out.append(f"{edges} knife edge{'s' if edges > 1 else ''}, not counted")
         return out
 
