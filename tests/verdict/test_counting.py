@@ -147,15 +147,21 @@ def test_a_finding_that_flips_with_the_thread_count_is_unstable_and_not_reproduc
     assert "1 unstable, not counted" in headline(c)
 
 
-def test_a_finding_both_unstable_and_a_knife_edge_is_named_once_in_the_headline() -> None:
-    one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
-    two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails: unstable
-    val = _run(seeds=range(100, 108), gap=(0.8, 0.8, 0.6, 0.6, 0.6, 0.8, 0.8, 0.8))  # fragile
+def _fragile_on_validation_seeds() -> Result:
+    """A run over validation seeds 100-107 on which split.gap is fragile (5/8)."""
+    val = _run(seeds=range(100, 108), gap=(0.8, 0.8, 0.6, 0.6, 0.6, 0.8, 0.8, 0.8))
     val.claims = [
         ClaimResult(c.id, c.statement, c.paper, [c.per_seed[0]] * 8 if c.id != "split.gap"
                     else list(val.claims[1].per_seed), c.target, c.kind)
         for c in val.claims
     ]  # fmt: skip
+    return val
+
+
+def test_a_finding_both_unstable_and_a_knife_edge_is_named_once_in_the_headline() -> None:
+    one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
+    two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails: unstable
+    val = _fragile_on_validation_seeds()
     c = counts(one, twins=[two], validation=[val])
     assert c.why_unstable("split.gap") is not None and c.why_knife_edge("split.gap") is not None
     assert [x.id for x in c.reproduced] == ["split.acc"]
@@ -164,12 +170,7 @@ def test_a_finding_both_unstable_and_a_knife_edge_is_named_once_in_the_headline(
 
 def test_a_finding_whose_verdict_differs_on_validation_seeds_is_a_knife_edge() -> None:
     one, two = _run(threads=1), _run(threads=2)  # both findings hold on seeds 0-3
-    val = _run(seeds=range(100, 108), gap=(0.8, 0.8, 0.6, 0.6, 0.6, 0.8, 0.8, 0.8))  # fragile
-    val.claims = [
-        ClaimResult(c.id, c.statement, c.paper, [c.per_seed[0]] * 8 if c.id != "split.gap"
-                    else list(val.claims[1].per_seed), c.target, c.kind)
-        for c in val.claims
-    ]  # fmt: skip
+    val = _fragile_on_validation_seeds()
     c = counts(one, twins=[two], validation=[(val, "x-quick-s100-107")])
     assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
     why = c.why_knife_edge("split.gap")
