@@ -1,4 +1,5 @@
-"""tools/gpu_check.sh and tools/synth_data.py: the check cannot pass vacuously.
+"""tools/gpu_check.sh, tools/gpu_check_offline.sh and tools/synth_data.py: the check cannot pass
+vacuously.
 
 The script runs with stand-in programs in ``BIN`` (a ``paperzoo`` that exits as told, a
 ``python`` that records torchrun launches and passes everything else to this interpreter), so
@@ -255,3 +256,52 @@ def test_synth_data_writes_every_full_format_the_loaders_read(
 def test_synth_data_refuses_an_unknown_data_set(tmp_path: Path, synth, capsys) -> None:  # noqa: ANN001
     assert synth.main([str(tmp_path), "--only", "mnist,imagenet21k"]) == 2
     assert "unknown data set 'imagenet21k'" in capsys.readouterr().err
+
+
+_FAKE_PYTHON3 = """#!/usr/bin/env bash
+# stand-in for a GPU machine's own python3: `-m paperzoo` writes --out/results.json as a
+# --max-steps run does; anything else runs in {python}
+if [[ "$1 $2" == "-m paperzoo" ]]; then
+  out=
+  while [[ $# -gt 0 ]]; do [[ $1 == --out ]] && out=$2; shift; done
+  mkdir -p "$out" && echo '{{"estimate_seconds": 60}}' >"$out/results.json"
+  exit 0
+fi
+exec {python} "$@"
+"""
+
+
+def test_the_offline_check_runs_paperzoo_with_the_machines_python3(tmp_path: Path) -> None:
+    path = tmp_path / "path"
+    path.mkdir()
+    (path / "python3").write_text(_FAKE_PYTHON3.format(python=sys.executable))
+    (path / "python3").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{path}:{os.environ['PATH']}",
+        "DEVICE": "cpu",
+        "SCALE": "smoke",
+        "SYNTH": "0",
+        "PAPERS": "coordconv wrm",
+        "REPORT": str(tmp_path / "report"),
+        "CHECK_OUT": str(tmp_path / "check"),
+        "OUT": str(tmp_path / "a remote runner's folder"),
+    }
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tools" / "gpu_check_offline.sh")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = tmp_path / "report"
+    assert sorted(p.name for p in report.iterdir()) == [
+        "gpu-check-runs.tgz",
+        "gpu-check.txt",
+        "status.tsv",
+    ]
+    log = (report / "gpu-check.txt").read_text()
+    assert f"torch {__import__('torch').__version__}" in log and "all 2 papers ran" in log
+    assert (tmp_path / "check" / "wrm" / "results.json").is_file()
+    assert not (tmp_path / "a remote runner's folder").exists()

