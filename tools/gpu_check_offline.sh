@@ -28,12 +28,13 @@ log=$REPORT/gpu-check.txt
   echo "cpus $(nproc)"
 } >"$log" 2>&1
 site=$(mktemp -d)
+bin=$(mktemp -d)
+trap 'rm -rf "$site" "$bin"' EXIT
 if [[ -n ${WHEELS:-} ]]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$WHEELS"/*.whl >>"$log" 2>&1 \
     || { echo "gpu-check-offline: the wheels in $WHEELS did not install (see $log)" >&2; exit 2; }
 fi
 # tools/gpu_check.sh calls BIN/python and BIN/paperzoo
-bin=$(mktemp -d)
 py=$(command -v python3)
 printf '#!/bin/sh\nexec %s "$@"\n' "$py" >"$bin/python"
 printf '#!/bin/sh\nexec %s -m paperzoo "$@"\n' "$py" >"$bin/paperzoo"
@@ -43,5 +44,5 @@ check_out=${CHECK_OUT:-runs/gpu-check}  # not $OUT: a remote runner may use that
 SYNTH=${SYNTH:-1} BIN=$bin OUT=$check_out tools/gpu_check.sh 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 cp "$check_out/status.tsv" "$REPORT"/ 2>/dev/null
-tar czf "$REPORT/gpu-check-runs.tgz" --exclude="$check_out/data" --exclude='*.safetensors' "$check_out" 2>/dev/null
+tar czf "$REPORT/gpu-check-runs.tgz" -C "$check_out" --exclude=./data --exclude='*.safetensors' . 2>/dev/null
 exit "$rc"
