@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -246,18 +247,20 @@ def _shard_result(seed: int, k: int, n: int = 2):
 
 
 def test_shards_of_different_seeds_do_not_merge_into_one_grid(tmp_path, capsys):
+    from paperzoo.experiments.judging import judge
     from paperzoo.report import write_report
 
-    write_report(_shard_result(0, 0), tmp_path / "s0")
-    write_report(_shard_result(1, 1), tmp_path / "s1")
+    write_report(_shard_result(0, 0), tmp_path / "s0", judge(_shard_result(0, 0), tmp_path / "s0"))
+    write_report(_shard_result(1, 1), tmp_path / "s1", judge(_shard_result(1, 1), tmp_path / "s1"))
     rc = main(["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(tmp_path / "m")])
     assert rc == 2 and "must come from one seed" in capsys.readouterr().err
 
 
 def test_merge_out_may_not_be_one_of_its_inputs(tmp_path, capsys):
+    from paperzoo.experiments.judging import judge
     from paperzoo.report import write_report
 
-    write_report(_shard_result(0, 0), tmp_path / "s0")
+    write_report(_shard_result(0, 0), tmp_path / "s0", judge(_shard_result(0, 0), tmp_path / "s0"))
     before = (tmp_path / "s0" / "results.json").read_text()
     rc = main(["merge", str(tmp_path / "s0"), "--out", str(tmp_path / "s0")])
     assert rc == 2 and "is one of the runs merged" in capsys.readouterr().err
@@ -269,17 +272,20 @@ def test_merge_reads_seed_runs_inside_its_out_as_reproduce_seeds_lays_them_out(t
     ``seed-1`` (relative to X), so a committed X carries its seed runs and counts."""
     import dataclasses
 
+    from paperzoo.experiments.judging import judge
     from paperzoo.report import write_report
-    from paperzoo.verdict import counts, load_result
+    from paperzoo.verdict import load_result
 
     for seed in (0, 1):
         run = dataclasses.replace(_shard_result(seed, 0, 1), shard=None)
-        write_report(run, tmp_path / "x" / f"seed-{seed}")
+        write_report(
+            run, tmp_path / "x" / f"seed-{seed}", judge(run, tmp_path / "x" / f"seed-{seed}")
+        )
     dirs = [str(tmp_path / "x" / f"seed-{s}") for s in (0, 1)]
     assert main(["merge", *dirs, "--out", str(tmp_path / "x")]) == 0
     merged = load_result(tmp_path / "x")
     assert merged.seeds == [0, 1] and merged.seed_dirs == ["seed-0", "seed-1"]
-    assert "cannot be read" not in str(counts(merged, run_dir=tmp_path / "x").reason)
+    assert "cannot be read" not in str(judge(merged, run_dir=tmp_path / "x").reason)
 
 
 def test_a_paper_without_a_grid_refuses_shard(tmp_path, capsys):
@@ -287,3 +293,72 @@ def test_a_paper_without_a_grid_refuses_shard(tmp_path, capsys):
                "--out", str(tmp_path / "o")])  # fmt: skip
     assert rc == 2 and "no grid" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def _a_run(tmp_path: Path) -> Path:
+    """A run directory (one seed of a made-up paper) to give the commands."""
+    import dataclasses
+
+    from paperzoo.experiments.judging import judge
+    from paperzoo.report import write_report
+
+    run = dataclasses.replace(_shard_result(0, 0, 1), shard=None)
+    write_report(run, tmp_path / "run", judge(run, tmp_path / "run"))
+    return tmp_path / "run"
+
+
+_UNWRITABLE = "/proc/paperzoo-test"  # exists as a parent, and nothing can be created under it
+
+
+@pytest.mark.parametrize(
+    ("command", "given", "message"),
+    [
+        ("summary", "file", "is a file, not a run directory"),
+        ("summary", "missing", "no such directory"),
+        ("summary", "unwritable", "cannot be written"),
+        ("merge", "file", "is a file, not a run directory"),
+        ("merge", "missing", "not found"),
+        ("merge", "unwritable", "cannot be written"),
+        ("reproduce", "file", "is not a directory"),
+        ("reproduce", "unwritable", "cannot be written"),
+    ],
+)
+def test_a_file_a_missing_path_or_an_unwritable_one_is_one_line_and_exit_2(
+    command, given, message, tmp_path, capsys
+):
+    if not Path("/proc").is_dir():
+        pytest.skip("needs Linux's /proc for a path nothing can be written under")
+    run = _a_run(tmp_path)
+    where = {
+        "file": str(tmp_path / "bench.json"),
+        "missing": str(tmp_path / "nowhere"),
+        "unwritable": _UNWRITABLE,
+    }[given]
+    (tmp_path / "bench.json").write_text("{}")
+    argv = {
+        "summary": ["summary", where if given != "unwritable" else str(run)],
+        "merge": ["merge", where if given != "unwritable" else str(run), "--out"],
+        "reproduce": ["reproduce", "gat", "--scale", "smoke", "--out", where],
+    }[command]
+    if command == "summary" and given == "unwritable":
+        argv += ["--html", f"{_UNWRITABLE}.html"]
+    if command == "merge":
+        argv.append(where if given == "unwritable" else str(tmp_path / "merged"))
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert message in err, err
+
+
+def test_summary_of_a_folder_of_runs_reads_its_runs_and_its_validation_runs(tmp_path, capsys):
+    from paperzoo.experiments.judging import run_dirs
+
+    run = _a_run(tmp_path / "results")
+    (tmp_path / "results" / "bench.json").write_text("{}")  # a file beside the runs: not a run
+    (tmp_path / "results" / "validation").mkdir()
+    assert run_dirs([tmp_path / "results"]) == [run]
+    assert main(["summary", str(tmp_path / "results")]) == 0
+    assert f"({run.name}): **Findings holding: " in capsys.readouterr().out
+    with pytest.raises(ValueError, match="holds no results.json and no run directories"):
+        run_dirs([tmp_path / "results" / "validation"])

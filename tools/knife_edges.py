@@ -29,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paperzoo.experiments.judging import declare
 from paperzoo.verdict import load_result, mark_knife_edges, rejudge, validation_problem
 from paperzoo.verdict.result import ClaimResult, Result, format_seeds
 
@@ -51,9 +52,9 @@ def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
     test runs' (``mark_knife_edges``). Every run is judged by the claims as declared now
     (``rejudge``). A validation run of one part (``--part``) is compared on that part's
     findings only."""
-    tests = tuple(rejudge(t)[0] for t in tests)
-    edged = set().union(*(mark_knife_edges(t, [validation]) for t in tests))
-    val = {c.id: c for c in rejudge(validation)[0].claims}
+    tests = tuple(rejudge(t, declare)[0] for t in tests)
+    edged = set().union(*(mark_knife_edges(t, [validation], declare=declare) for t in tests))
+    val = {c.id: c for c in rejudge(validation, declare)[0].claims}
     others = [{c.id: c for c in t.claims} for t in tests[1:]]
     findings = tests[0].findings
     if validation.part is not None:
@@ -75,7 +76,7 @@ def compare(validation: Result, *tests: Result) -> tuple[list[str], list[str]]:
 
 def report(validation_dir: Path, *test_dirs: Path) -> int:
     validation = load_result(validation_dir)
-    if (problem := validation_problem(validation, validation_dir)) is not None:
+    if (problem := validation_problem(validation, validation_dir, declare=declare)) is not None:
         sys.stderr.write(f"{validation_dir} cannot decide knife edges: {problem}\n")
         return 2
     tests = [load_result(d) for d in test_dirs]

@@ -1,12 +1,16 @@
-"""Regenerate the front page and the results tables from the committed runs under results/.
+"""Regenerate the front page, the results tables and every run's recorded decision from the
+committed runs under results/.
 
     .venv/bin/python tools/update_summary.py [--readme] [--check]
 
-Reads every results/*-quick, results/*-quick-2threads and results/*-full* directory that holds
-a results.json (a quick finding counts only where its one- and two-thread runs agree:
-``paperzoo.verdict.counts``), and the validation-seed runs under results/validation/ (not shown;
-a finding whose verdict differs there is a knife edge and does not count), and writes
+Reads the runs under results/ as ``paperzoo summary results/`` does (each directory holding a
+results.json, and the validation-seed runs under results/validation/: not shown; a finding whose
+verdict differs there is a knife edge and does not count), decides for each whether it counts
+(``paperzoo.verdict.counts``, given the runs beside it: a quick finding counts only where its
+one- and two-thread runs agree), and writes
 
+- each run's results.json (its decision keys only) and report.md, and those of the seed runs
+  each aggregate lists, so that every page gives the answer the summary gives;
 - results/index.html: the front page (`paperzoo.summary.render_summary_html`);
 - docs/results.md: the same as Markdown, every finding at every scale;
 - with --readme, README.md's overview table between `<!-- summary:start -->` and
@@ -21,25 +25,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from paperzoo.experiments.judging import record_decisions, run_dirs
 from paperzoo.summary import render_summary_html, render_summary_markdown
 from paperzoo.verdict import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
-
-
-def run_dirs(results: Path) -> list[Path]:
-    dirs = [
-        d
-        for d in sorted(results.iterdir())
-        if d.is_dir()
-        and (d / "results.json").is_file()
-        and (d.name.endswith(("-quick", "-quick-2threads")) or "-full" in d.name)
-    ]
-    validation = results / "validation"
-    if validation.is_dir():
-        dirs += [d for d in sorted(validation.iterdir()) if (d / "results.json").is_file()]
-    return dirs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,10 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a file would change")
     args = ap.parse_args(argv)
 
-    dirs = run_dirs(ROOT / "results")
-    if not dirs:
-        sys.stderr.write("no results/*-quick or results/*-full* directories\n")
+    try:
+        dirs = run_dirs([ROOT / "results"])
+    except ValueError as err:
+        sys.stderr.write(f"{err}\n")
         return 2
+    recorded = record_decisions(dirs, write=not args.check)
     results = [load_result(d) for d in dirs]
     cmd = "`python tools/update_summary.py` (not typed by hand)"
     outputs = {
@@ -75,12 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         outputs[readme] = f"{head}{START}\n{table}{END}{tail}"
     changed = [p for p, t in outputs.items() if not p.is_file() or p.read_text("utf-8") != t]
     if args.check:
-        for p in changed:
+        for p in recorded + changed:
             sys.stdout.write(f"would change {p.relative_to(ROOT)}\n")
-        return 1 if changed else 0
+        return 1 if recorded or changed else 0
     for p in changed:
         t = outputs[p]
         p.write_text(t, encoding="utf-8")
+    for p in recorded + changed:
         sys.stdout.write(f"wrote {p.relative_to(ROOT)}\n")
     return 0
 

@@ -17,7 +17,7 @@ from paperzoo.utils.allocator import tune_allocator
 
 if TYPE_CHECKING:
     from paperzoo.experiments.request import RunRequest
-    from paperzoo.verdict import Result
+    from paperzoo.verdict import Count, Result
 
 log = logging.getLogger("paperzoo")
 
@@ -177,8 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         "dirs",
         nargs="+",
         type=Path,
-        help="result directories (with results.json); runs over validation seeds are not shown, "
-        "they mark the knife edges of their paper's runs",
+        help="run directories (with results.json), or folders of runs (each sub-directory with a "
+        "results.json, and those of its validation/ folder: e.g. results/); runs over validation "
+        "seeds are not shown, they mark the knife edges of their paper's runs",
     )
     su.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
 
@@ -346,10 +347,10 @@ def run_request(args: argparse.Namespace) -> RunRequest:
 def _reproduce(request: RunRequest) -> int:
     not_holding: list[str] = []
     for name, result, out in request.run():
-        _print_table(result, out)
+        count = _print_table(result, out)
         not_holding += [
             f"{name}: {c.id} ({c.verdict}{', partial run' if result.partial else ''})"
-            for c in result.findings
+            for c in count.result.findings
             if c.verdict not in ("holds", "reported")
         ]
     if not_holding:
@@ -358,14 +359,17 @@ def _reproduce(request: RunRequest) -> int:
     return 0
 
 
-def _print_table(result: Result, out: Path) -> None:
-    from paperzoo.report import headline
-    from paperzoo.verdict import counts
+def _print_table(result: Result, out: Path) -> Count:
+    """Print the run's headline and claims (the decision ``judge`` records in its report); return
+    that decision."""
+    from paperzoo.experiments.judging import judge
 
+    count = judge(result, out)
+    result = count.result
     w = sys.stdout.write
     seeds = ", ".join(map(str, result.seeds))
     w(f"\n{result.title}  [{result.scale}, seeds {seeds}, {result.wall_seconds:.1f} s]\n")
-    w(f"{headline(counts(result, run_dir=out))}\n")
+    w(f"{count.headline()}\n")
     if result.partial is not None:
         est = result.partial.get("estimate_seconds")
         where = result.partial.get("device")
@@ -389,6 +393,7 @@ def _print_table(result: Result, out: Path) -> None:
             f"{c.target:<22} {verdict}\n"
         )
     w(f"report: {out / 'report.md'}\n")
+    return count
 
 
 def _priced_line(result: Result) -> str | None:
@@ -434,7 +439,7 @@ def _check_out_dir(out: Path | None) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from paperzoo.verdict import merge_dirs
+    from paperzoo.experiments.merging import merge_dirs
 
     _check_out_dir(args.out)
     out = args.out.resolve()
@@ -450,21 +455,36 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
+    from paperzoo.experiments.judging import run_dirs
     from paperzoo.summary import render_summary_html, render_summary_markdown
     from paperzoo.utils.io import atomic_write_text
     from paperzoo.verdict import load_result
 
-    if args.html is not None and args.html.is_dir():
-        raise UsageError(f"--html {args.html} is a directory; give a file name")
+    if args.html is not None:
+        _check_writable_file(args.html, "--html")
     try:
-        results = [load_result(d) for d in args.dirs]
+        dirs = run_dirs(args.dirs)
+        results = [load_result(d) for d in dirs]
     except ValueError as err:
         raise UsageError(str(err)) from None
-    sys.stdout.write(render_summary_markdown(results, dirs=args.dirs))
+    sys.stdout.write(render_summary_markdown(results, dirs=dirs))
     if args.html:
-        page = render_summary_html(results, dirs=args.dirs, base=args.html.resolve().parent)
-        atomic_write_text(args.html, page)
+        page = render_summary_html(results, dirs=dirs, base=args.html.resolve().parent)
+        try:
+            atomic_write_text(args.html, page)
+        except OSError as err:
+            raise UsageError(f"--html {args.html} cannot be written: {err.strerror}") from None
     return 0
+
+
+def _check_writable_file(path: Path, flag: str) -> None:
+    """A ``UsageError`` (one line) unless ``path`` can be written as a file: not a directory,
+    its folder an existing, writable directory."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory; give a file name")
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: its folder {folder} does not exist")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

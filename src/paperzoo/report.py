@@ -1,8 +1,9 @@
 """report.md: the paper's numbers beside ours, per seed, with the verdicts and whether they count.
 
-``write_report`` writes a run's ``results.json`` (``paperzoo.verdict.Result.to_dict``) and its
-``report.md``: the headline (``headline``: how many findings were reproduced, or why the run does
-not count, from ``paperzoo.verdict.counts``), what ran (command, device, code, data), the
+``write_report`` writes a run's ``results.json`` (``paperzoo.verdict.Result.to_dict`` with the
+decision of ``paperzoo.verdict.counts`` it is given) and its ``report.md`` from the same
+decision: the headline (``Count.headline``: how many findings were reproduced, or why the run
+does not count), what ran (command, device, code, data), the
 findings and checks tables with each seed's value, mean ± std, target and verdict, the notes and
 the figures; a partial run (``--max-steps``) also gets its estimate of the whole run's time and
 the loops it was computed from. The verdict rules are in docs/verdicts.md.
@@ -21,15 +22,13 @@ from paperzoo.verdict import (
     ClaimResult,
     Count,
     Result,
-    counts,
     evaluate_target,
     format_seeds,
     is_measured,
-    run_label,
     target_line,
 )
 
-__all__ = ["headline", "plot_findings_by_seed", "render_markdown", "write_report"]
+__all__ = ["plot_findings_by_seed", "render_markdown", "write_report"]
 
 _MARK = {"holds": "✅", "fragile": "⚠️", "fails": "❌", "not measured": "❌", "reported": "—"}
 
@@ -38,18 +37,8 @@ def _fmt(v: Any) -> str:
     return format_number(v, fixed=True)
 
 
-def headline(count: Count) -> str:
-    """ "Findings reproduced: k of n (quick, seeds 0-3, commit ...)", or why they don't count
-    ("Findings holding: k of n (...; not counted: why)"), from ``paperzoo.verdict.counts``."""
-    result, n = count.result, count.findings
-    if count.reason is None:
-        more = "".join(f"; {note}" for note in count.notes())
-        return f"Findings reproduced: {len(count.reproduced)} of {n} ({run_label(result)}{more})"
-    return f"Findings holding: {count.holding} of {n} ({run_label(result)}; not counted: {count.reason})"
-
-
 def _claim_table(
-    claims: list[ClaimResult], seeds: list[int], label: str, partial: bool = False
+    claims: list[ClaimResult], seeds: list[int], label: str, count: Count, partial: bool = False
 ) -> list[str]:
     seed_cols = "".join(f" seed {s} |" for s in seeds)
     lines = [
@@ -64,7 +53,9 @@ def _claim_table(
             verdict += f" ({c.holds_on}/{len(c.per_seed)})"
         if partial:
             verdict += ", partial"
-        if c.unverified is not None:
+        if (why := count.why_not_counted(c.id)) is not None:
+            verdict += f"; not counted: {why}"
+        elif c.unverified is not None:
             verdict += f"; paper number unverified: {c.unverified}"
         if c.quoted is not None:
             verdict += f"; paper number quoted ({c.quoted})"
@@ -75,22 +66,20 @@ def _claim_table(
     return lines
 
 
-def render_markdown(result: Result, *, run_dir: str | Path | None = None) -> str:
-    """report.md: the headline (``counts(result, run_dir=run_dir)``), the findings table, the
-    checks, notes and figures."""
+def render_markdown(count: Count) -> str:
+    """report.md of the run ``count`` judged: its headline (``Count.headline``), the findings
+    table (each claim re-judged, with why a holding finding does not count), the checks, notes
+    and figures."""
+    result = count.result
     seeds = result.seeds
     lines = [f"# {result.title}", ""]
     if not result.paper_setting:
-        lines += [
-            f"**NOT THE PAPER'S SETTING: {result.setting_note}. None of its findings counts as "
-            "reproduced.**",
-            "",
-        ]
+        lines += [f"**NOT THE PAPER'S SETTING: {result.setting_note}.**", ""]
     code = f"commit {result.commit}" if result.commit else "commit unknown"
     if result.source_sha256:
         code += f", source {result.source_sha256[:12]}"
     lines += [
-        f"**{headline(counts(result, run_dir=run_dir))}**",
+        f"**{count.headline()}**",
         "",
         f"`{result.command or _command(result)}` on {result.device}"
         f"{f' [{result.host}]' if result.host else ''} ({result.precision}), "
@@ -103,10 +92,10 @@ def render_markdown(result: Result, *, run_dir: str | Path | None = None) -> str
     partial = result.partial is not None
     if partial:
         lines += _partial_lines(result)
-    lines += ["## Findings", ""] + _claim_table(result.findings, seeds, "finding", partial)
+    lines += ["## Findings", ""] + _claim_table(result.findings, seeds, "finding", count, partial)
     if result.checks:
         lines += ["", "## Checks (by construction or sanity bounds; never counted as findings)", ""]
-        lines += _claim_table(result.checks, seeds, "check", partial)
+        lines += _claim_table(result.checks, seeds, "check", count, partial)
     lines += [
         "",
         "Verdicts: holds = the mean and at least ceil(3n/4) of n seeds meet the target; "
@@ -232,8 +221,9 @@ def plot_findings_by_seed(result: Result, path: str | Path) -> bool:
     return True
 
 
-def write_report(result: Result, out_dir: str | Path) -> tuple[Path, Path]:
-    """Write ``out_dir/results.json`` and ``out_dir/report.md`` atomically.
+def write_report(result: Result, out_dir: str | Path, count: Count) -> tuple[Path, Path]:
+    """Write ``out_dir/results.json`` and ``out_dir/report.md`` atomically, both recording
+    ``count`` (``paperzoo.verdict.counts`` of ``result``).
 
     A multi-seed result also gets ``figures/findings_by_seed.png`` (each finding's per-seed values
     against its target line).
@@ -245,6 +235,6 @@ def write_report(result: Result, out_dir: str | Path) -> tuple[Path, Path]:
         if plot_findings_by_seed(result, out / rel):
             result.figures.append(rel)
     jpath, mpath = out / "results.json", out / "report.md"
-    atomic_write_text(jpath, json.dumps(result.to_dict(), indent=2) + "\n")
-    atomic_write_text(mpath, render_markdown(result, run_dir=out))
+    atomic_write_text(jpath, json.dumps(result.to_dict(count.record()), indent=2) + "\n")
+    atomic_write_text(mpath, render_markdown(count))
     return jpath, mpath

@@ -39,16 +39,15 @@ from typing import Any
 from urllib.parse import quote
 
 from paperzoo.experiments.base import Experiment, NotRun
+from paperzoo.experiments.judging import declare, judge_runs
 from paperzoo.utils.format import format_number
 from paperzoo.verdict import (
     MIN_SEEDS_REPRODUCED,
     ClaimResult,
     Count,
     Result,
-    counts,
     format_seeds,
     is_validation_run,
-    run_label,
     scale_label,
     threads_of,
     validation_problem,
@@ -137,24 +136,21 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
         [Path(d) for d in dirs] if dirs is not None else [None] * len(results)
     )
     runs = list(zip(results, where, strict=True))
-    # runs over validation seeds are not shown: they only decide the knife edges
-    checks = [(r, d) for r, d in runs if is_validation_run(r)]
-    runs = [(r, d) for r, d in runs if not is_validation_run(r)]
-    quick = [(r, d) for r, d in runs if r.scale == "quick"]
     by_name: dict[str, _Paper] = {}
-    for r, d in runs:
+    for (r, d), count in zip(runs, judge_runs(results, where), strict=True):
+        if is_validation_run(r):  # not shown: they only decide the knife edges
+            continue
         paper = by_name.setdefault(r.paper, _Paper(r.paper, r.title, [], [], [], ()))
-        twins = [q for q in quick if q[0].paper == r.paper]
-        mine = [v for v in checks if v[0].paper == r.paper]
-        run = _Run(counts(r, run_dir=d, twins=twins, validation=mine), d)
+        run = _Run(count, d)
         {"quick": paper.quick, "full": paper.full}.get(r.scale, paper.other).append(run)
+    checks = [(r, d) for r, d in runs if is_validation_run(r)]
     for r, d in checks:
         if r.paper in by_name:
             label = f"{scale_label(r)}, validation seeds {format_seeds(r.seeds)}" + (
                 f" ({d.name})" if d is not None else ""
             )
             paper = by_name[r.paper]
-            paper.validation += ((label, validation_problem(r, d)),)
+            paper.validation += ((label, validation_problem(r, d, declare=declare)),)
     for paper in by_name.values():
         done = {run.part for run in paper.full}
         declared = _declared(paper.name)
@@ -204,8 +200,8 @@ def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
     if c.verdict == "reported":
         return "reported"
     text = f"{c.verdict_text} {c.holds_on}/{len(c.per_seed)}"
-    if c.unverified is not None and run is not None and run.result.scale == "full":
-        text += " (paper number unverified: not counted)"
+    if run is not None and (why := run.count.why_not_counted(c.id)) is not None:
+        text += f" (not counted: {why})"
     return text
 
 
@@ -228,12 +224,7 @@ def _figure(run: _Run) -> str | None:
 
 
 def _headline(run: _Run) -> str:
-    k, n = run.counts()
-    what = run_label(run.result)
-    if run.reason is None:
-        extra = "".join(f"; {note}" for note in run.count.notes())
-        return f"{k} of {n} findings reproduced ({what}{extra})"
-    return f"{k} of {n} findings holding ({what}); not counted"
+    return run.count.headline()
 
 
 def _headline_class(run: _Run) -> str:
@@ -289,14 +280,10 @@ def _md_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
     runs = paper.quick if scale == "quick" else paper.full
     out = []
     for run in runs:
-        text = _headline(run).replace(f" ({run.result.scale}, ", " (", 1)
-        if run.part:
-            text = f"part {run.part}: {text}"
+        text = _headline(run)
         threads = threads_of(run.result)
         if scale == "quick" and threads is not None and len(runs) > 1:
             text = f"{threads} thread{'s' if threads != 1 else ''}: {text}"
-        if run.reason:
-            text += f": {run.reason}"
         if run.dir is not None:
             text = f"[{text}]({_link(run.dir / 'report.md', base)})"
         out.append(text)
@@ -340,8 +327,6 @@ def render_summary_markdown(
         lines += ["", f"## `{p.name}`: {_md_cell(p.title)}", ""]
         for run in p.runs:
             line = f"- {run.label}: **{_headline(run)}**"
-            if run.reason:
-                line += f" ({run.reason})"
             if run.dir is not None:
                 line += f", [report]({_link(run.dir / 'report.md', base)})"
                 fig = _figure(run)
@@ -433,8 +418,6 @@ def _v(c: ClaimResult, run: _Run | None = None) -> str:
 
 def _html_headline(run: _Run) -> str:
     out = f"<span class='h {_headline_class(run)}'>{escape(_headline(run))}</span>"
-    if run.reason:
-        out += f"<span class='why'>Does not count: {escape(run.reason)}</span>"
     return out
 
 

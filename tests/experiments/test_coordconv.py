@@ -466,7 +466,7 @@ def test_the_classification_part_runs_alone_and_its_seeds_merge(smoke_ctx, tmp_p
     """``--part classification``: the four classifiers of Sec. 4.1 (both splits) and nothing of
     regression or rendering; results.json holds exactly the part's claims, with the deconv's fit
     a check on both splits; two seeds of the part merge into one result of the part."""
-    from paperzoo.verdict.merging import merge_dirs
+    from paperzoo.experiments.merging import merge_dirs
 
     exp = CoordConvExperiment()
     ctx = dataclasses.replace(smoke_ctx, part="classification")

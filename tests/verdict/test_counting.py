@@ -4,19 +4,18 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import json
 from pathlib import Path
 
 import pytest
 
 from paperzoo.experiments.base import ClaimSpec
-from paperzoo.report import headline
+from paperzoo.experiments.judging import declare, judge, judge_runs, run_dirs
 from paperzoo.summary import render_summary_markdown
 from paperzoo.verdict import (
     ClaimResult,
     Count,
     Result,
-    counts,
     is_validation_run,
     load_result,
     mark_knife_edges,
@@ -26,71 +25,55 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _committed() -> tuple[list[Result], list[Path]]:
-    """The committed runs the summary is made from (``tools/update_summary.py``)."""
-    spec = importlib.util.spec_from_file_location(
-        "_update_summary", ROOT / "tools" / "update_summary.py"
-    )
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    """The committed runs the summary is made from (``paperzoo summary results/``)."""
     if not (ROOT / "results").is_dir():
         pytest.skip("not a source checkout with results/")
-    dirs = tool.run_dirs(ROOT / "results")
-    if not dirs:
-        pytest.skip("no committed runs")
+    dirs = run_dirs([ROOT / "results"])
     return [load_result(d) for d in dirs], dirs
 
 
-def _summary_line(md: str, result: Result, d: Path) -> str:
-    """The summary's line for the run in ``d``: ``- LABEL (DIR): **HEADLINE** (REASON), ...``."""
-    label = result.scale + (f", part {result.part}" if result.part else "") + f" ({d.name})"
-    lines = [line for line in md.splitlines() if line.startswith(f"- {label}: **")]
-    assert len(lines) == 1, (label, lines)
-    return lines[0]
+def _recorded(d: Path, count: Count) -> None:
+    """results.json and report.md in ``d`` record ``count``: the same count, the same headline,
+    the same reasons (the run's and each holding finding's that does not count)."""
+    raw = json.loads((d / "results.json").read_text(encoding="utf-8"))
+    k = f"{len(count.reproduced)}/{count.findings}" if count.reason is None else None
+    assert (raw["findings_reproduced"], raw["not_counted"]) == (k, count.reason), d
+    assert raw["counting"]["headline"] == count.headline(), d
+    why = {c.id: count.why_not_counted(c.id) for c in count.result.findings}
+    assert raw["counting"]["findings_not_counted"] == {i: w for i, w in why.items() if w}, d
+    report = (d / "report.md").read_text(encoding="utf-8").splitlines()
+    assert report[2] == f"**{count.headline()}**", d  # the line under the title
+    for cid, w in why.items():
+        row = next(line for line in report if line.startswith(f"| `{cid}`"))
+        assert (f"not counted: {w}" in row) == (w is not None), (d, cid)
 
 
-def _agrees(count: Count, line: str) -> None:
-    """The summary's line says what ``count`` says: counted or not, why not, and k of n."""
-    if count.reason is None:
-        k = len(count.reproduced)
-        assert f"**{k} of {count.findings} findings reproduced (" in line, line
-        assert headline(count).startswith(f"Findings reproduced: {k} of {count.findings} (")
-    else:
-        assert f"**{count.holding} of {count.findings} findings holding (" in line, line
-        assert f"); not counted** ({count.reason})" in line, line
-        assert headline(count).startswith(f"Findings holding: {count.holding} of")
-        assert headline(count).endswith(f"; not counted: {count.reason})")
-
-
-def test_reproduce_and_summary_give_the_same_answer_for_every_committed_run() -> None:
+def test_every_committed_run_gives_one_answer_in_the_readme_its_report_and_results_json() -> None:
     results, dirs = _committed()
-    md = render_summary_markdown(results, dirs=dirs)
-    given = list(zip(results, dirs, strict=True))
-    validation = [(r, d) for r, d in given if is_validation_run(r)]
-    answers = {}
-    for r, d in given:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = render_summary_markdown(results, dirs=dirs)
+    for r, d, count in zip(results, dirs, judge_runs(results, dirs), strict=True):
+        _recorded(d, count)
+        for sd in r.seed_dirs:  # each seed run, judged alone
+            _recorded(d / sd, judge(load_result(d / sd), d / sd))
         if is_validation_run(r):  # not shown: it only decides the knife edges
-            assert f"({d.name}): **" not in md
+            assert f"({d.name}): **" not in page
             continue
-        count = counts(r, run_dir=d, twins=given, validation=validation)
-        _agrees(count, _summary_line(md, r, d))
-        answers[d.name] = count.reason
-    assert any(why is None for why in answers.values()), answers  # some committed runs count
+        assert f"({d.name}): **{count.headline()}**" in page
+        assert f"{count.headline()}](results/{d.name}/report.md)" in readme, d.name
+    assert any(c.counted for c in judge_runs(results, dirs))  # some committed runs count
 
 
-def test_each_committed_run_given_alone_reads_the_same_in_its_report_and_the_summary() -> None:
+def test_a_run_given_alone_is_not_confirmed_at_a_second_thread_count() -> None:
     results, dirs = _committed()
     for r, d in zip(results, dirs, strict=True):
-        if is_validation_run(r):
-            continue
-        count = counts(r, run_dir=d)  # what reproduce prints and report.md states
-        _agrees(count, _summary_line(render_summary_markdown([r], dirs=[d]), r, d))
+        count = judge(r, run_dir=d)  # what reproduce prints and records before make summary
         if r.scale == "quick" and count.result.not_counted_reason() is None:
             assert count.reason is not None
             assert count.reason.startswith("not confirmed at a second thread count")
 
 
-# -- counts() on made-up runs of a declared paper -------------------------------------------------
+# -- judge() on made-up runs of a declared paper -------------------------------------------------
 
 _SPECS = (
     ClaimSpec("split.acc", "accuracy on the split", 1.0, ">= 0.95"),
@@ -125,26 +108,26 @@ def _run(*, threads: int | None = 1, gap=(0.8, 0.8, 0.8, 0.8), **kw) -> Result:
 
 def test_a_quick_run_counts_once_confirmed_at_a_second_thread_count() -> None:
     one, two = _run(threads=1), _run(threads=2)
-    alone = counts(one)
+    alone = judge(one)
     assert not alone.counted and alone.reproduced == ()
     assert alone.reason is not None and "given: 1 thread)" in alone.reason
     assert alone.holding == 2 and alone.findings == 2
-    both = counts(one, twins=[two])
+    both = judge(one, twins=[two])
     assert both.counted and [c.id for c in both.reproduced] == ["split.acc", "split.gap"]
-    assert counts(one, twins=[one, two]) == both  # the run itself among its twins
+    assert judge(one, twins=[one, two]) == both  # the run itself among its twins
     # a twin of another part, paper or scale confirms nothing
     other = _run(threads=2, scale="full")
-    assert not counts(one, twins=[other]).counted
+    assert not judge(one, twins=[other]).counted
 
 
 def test_a_finding_that_flips_with_the_thread_count_is_unstable_and_not_reproduced() -> None:
     one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
     two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails
-    c = counts(one, twins=[(one, "x-quick"), (two, "x-quick-2threads")])
+    c = judge(one, twins=[(one, "x-quick"), (two, "x-quick-2threads")])
     assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
     why = c.why_unstable("split.gap")
     assert why is not None and "holds 3/4, mean 0.75 at 1 thread (x-quick)" in why
-    assert "1 unstable, not counted" in headline(c)
+    assert "1 unstable, not counted" in c.headline()
 
 
 def _fragile_on_validation_seeds() -> Result:
@@ -162,7 +145,7 @@ def test_a_finding_both_unstable_and_a_knife_edge_is_named_once_in_the_headline(
     one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
     two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails: unstable
     val = _fragile_on_validation_seeds()
-    c = counts(one, twins=[two], validation=[val])
+    c = judge(one, twins=[two], validation=[val])
     assert c.why_unstable("split.gap") is not None and c.why_knife_edge("split.gap") is not None
     assert [x.id for x in c.reproduced] == ["split.acc"]
     assert c.notes() == ["1 unstable, not counted"]
@@ -171,17 +154,17 @@ def test_a_finding_both_unstable_and_a_knife_edge_is_named_once_in_the_headline(
 def test_a_finding_whose_verdict_differs_on_validation_seeds_is_a_knife_edge() -> None:
     one, two = _run(threads=1), _run(threads=2)  # both findings hold on seeds 0-3
     val = _fragile_on_validation_seeds()
-    c = counts(one, twins=[two], validation=[(val, "x-quick-s100-107")])
+    c = judge(one, twins=[two], validation=[(val, "x-quick-s100-107")])
     assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
     why = c.why_knife_edge("split.gap")
     assert why == "fragile 5/8, mean 0.725 on validation seeds 100-107 (x-quick-s100-107)"
     assert c.why_knife_edge("split.acc") is None
-    assert "1 knife edge, not counted" in headline(c)
+    assert "1 knife edge, not counted" in c.headline()
     # the same verdicts on validation seeds: nothing marked
     same = _run(seeds=range(100, 108), gap=(0.8,) * 8)
     same.claims = [ClaimResult(x.id, x.statement, x.paper, [x.per_seed[0]] * 8, x.target, x.kind)
                    for x in same.claims]  # fmt: skip
-    assert counts(one, twins=[two], validation=[same]).knife_edges == ()
+    assert judge(one, twins=[two], validation=[same]).knife_edges == ()
     # ignored: test seeds, another scale, a modified config, a config the code no longer declares
     for other in (
         _run(threads=2, gap=(0.6,) * 4),
@@ -189,7 +172,7 @@ def test_a_finding_whose_verdict_differs_on_validation_seeds_is_a_knife_edge() -
         dataclasses.replace(val, overrides={"steps": "5"}),
         dataclasses.replace(val, config={"cls_steps": -1}),
     ):
-        assert mark_knife_edges(counts(one).result, [other]) == {}
+        assert mark_knife_edges(judge(one).result, [other], declare=declare) == {}
 
 
 def test_a_validation_run_of_one_part_marks_only_that_parts_findings(
@@ -203,24 +186,24 @@ def test_a_validation_run_of_one_part_marks_only_that_parts_findings(
     val = _run(seeds=range(100, 108), part="gap")
     val.claims = [ClaimResult(c.id, c.statement, c.paper, [0.0] * 8, c.target, c.kind)
                   for c in val.claims[1:2]]  # fmt: skip
-    assert set(mark_knife_edges(counts(one).result, [val])) == {"split.gap"}
-    assert mark_knife_edges(dataclasses.replace(one, part="acc"), [val]) == {}
+    assert set(mark_knife_edges(judge(one).result, [val], declare=declare)) == {"split.gap"}
+    assert mark_knife_edges(dataclasses.replace(one, part="acc"), [val], declare=declare) == {}
 
 
 def test_the_runs_own_reasons_come_first_then_the_rejudging() -> None:
     modified = _run(overrides={"steps": "5"})
-    assert counts(modified, twins=[_run(threads=2)]).reason == "modified config: --set steps=5"
+    assert judge(modified, twins=[_run(threads=2)]).reason == "modified config: --set steps=5"
     full = _run(scale="full", seeds=(0,), threads=None)
     full.claims = [ClaimResult(c.id, c.statement, c.paper, c.per_seed[:1], c.target, c.kind)
                    for c in full.claims]  # fmt: skip
-    assert counts(full).counted  # full scale: no thread-count confirmation
+    assert judge(full).counted  # full scale: no thread-count confirmation
     drift = _run(scale="full", seeds=(0,), config={"cls_steps": -1})
     drift.claims = full.claims
-    why = counts(drift).reason
+    why = judge(drift).reason
     assert why is not None and why.startswith("it ran a full config the code no longer declares")
     loose = _run(threads=1)
     loose.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, [0.5] * 4, ">= 0")
-    c = counts(loose, twins=[_run(threads=2)])
+    c = judge(loose, twins=[_run(threads=2)])
     assert c.result.claims[1].verdict == "fails" and any("stored target" in f for f in c.flags)
 
 
@@ -233,16 +216,16 @@ def test_a_finding_declared_a_check_leaves_the_findings_and_the_run_still_counts
     from paperzoo.experiments import EXPERIMENTS
 
     one, two = _run(threads=1), _run(threads=2)
-    before = counts(one, twins=[two])
+    before = judge(one, twins=[two])
     assert before.counted and (len(before.reproduced), before.findings) == (2, 2)
     demoted = (_SPECS[0], ClaimSpec("split.gap", "A beats B", 0.1, ">= 0.7", kind="check"),
                _SPECS[2])  # fmt: skip
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", demoted)
-    after = counts(one, twins=[two])
+    after = judge(one, twins=[two])
     assert after.counted and [c.id for c in after.reproduced] == ["split.acc"]
     assert after.findings == 1 and [c.id for c in after.result.checks] == ["split.gap", "params"]
     assert "split.gap: stored as a finding, declared a check (judged as a check)" in after.flags
-    assert "1 of 1 findings reproduced" in render_summary_markdown([one, two])
+    assert "Findings reproduced: 1 of 1" in render_summary_markdown([one, two])
 
 
 def test_a_field_added_inside_a_nested_config_is_not_drift() -> None:
@@ -261,7 +244,8 @@ def test_a_field_added_later_is_compared_with_the_value_earlier_runs_ran_with() 
     from dataclasses import dataclass
 
     from paperzoo.experiments.base import added_later
-    from paperzoo.verdict.counting import _changed_fields, _ran_before
+    from paperzoo.experiments.judging import _ran_before
+    from paperzoo.verdict.counting import _changed_fields
 
     @dataclass
     class Inner:

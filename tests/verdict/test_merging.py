@@ -1,4 +1,4 @@
-"""``paperzoo.verdict.merge_dirs``: seed runs and shards merge through one function with one set
+"""``paperzoo.experiments.merging.merge_dirs``: seed runs and shards merge through one function with one set
 of checks."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from paperzoo.experiments.base import ClaimSpec, Outcome
+from paperzoo.experiments.judging import judge
+from paperzoo.experiments.merging import merge_dirs
 from paperzoo.report import write_report
-from paperzoo.verdict import ClaimResult, Result, aggregate, counts, load_result, merge_dirs
+from paperzoo.verdict import ClaimResult, Result, aggregate, load_result
 
 _SPECS = (ClaimSpec("f", "a finding", 1.0, "> 0"),)
 
@@ -41,7 +43,7 @@ def _run(seed: int, value: float = 1.0, **kw) -> Result:
 
 
 def _write(tmp_path: Path, name: str, run: Result) -> Path:
-    write_report(run, tmp_path / name)
+    write_report(run, tmp_path / name, judge(run, tmp_path / name))
     return tmp_path / name
 
 
@@ -61,7 +63,7 @@ def test_seed_runs_merge_into_the_aggregate_and_an_aggregate_contributes_its_see
     assert again.claims[0].per_seed == merged.claims[0].per_seed
     # the aggregate is checked against its seed runs: they agree, so only the thread count is
     # missing (a quick run given alone)
-    why = counts(merged, run_dir=tmp_path / "agg").reason
+    why = judge(merged, run_dir=tmp_path / "agg").reason
     assert why is not None and why.startswith("not confirmed at a second thread count")
 
 

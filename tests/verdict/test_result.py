@@ -4,13 +4,14 @@ import math
 import pytest
 
 from paperzoo.experiments.base import ClaimSpec
-from paperzoo.report import headline, render_markdown, write_report
+from paperzoo.experiments.judging import judge
+from paperzoo.report import render_markdown, write_report
 from paperzoo.verdict import (
+    DECISION_KEYS,
     ClaimResult,
     Result,
     aggregate,
     check_measurement,
-    counts,
     evaluate_target,
     format_seeds,
     is_measured,
@@ -112,7 +113,7 @@ def _result(seed, values, scale="quick", target="> 0", paper="x"):
 def test_results_json_has_design_fields_and_computed_verdicts(tmp_path):
     res = _result(0, [-1.0, 7, 0.5])
     res.figures = ["figures/f.png"]
-    jpath, mpath = write_report(res, tmp_path)
+    jpath, mpath = write_report(res, tmp_path, judge(res, tmp_path))
     d = json.loads(jpath.read_text())
     for key in ("paper", "title", "scale", "seeds", "seed", "device", "wall_seconds",
                 "paperzoo_version", "torch_version", "data", "claims", "findings_reproduced",
@@ -127,18 +128,23 @@ def test_results_json_has_design_fields_and_computed_verdicts(tmp_path):
     md = mpath.read_text()
     assert md.index("## Findings") < md.index("## Checks")
     assert "Findings holding: 0 of 1 (quick, seed 0, commit " in md and "❌ fails" in md
-    assert "![f](figures/f.png)" in md and render_markdown(res) == md
-    assert load_result(tmp_path).to_dict() == d
+    assert "![f](figures/f.png)" in md and render_markdown(judge(res)) == md
+    assert load_result(tmp_path).to_dict({k: d[k] for k in DECISION_KEYS}) == d
+    assert d["counting"]["headline"] == judge(res).headline()  # the words report.md opens with
 
 
 def test_nan_is_written_as_null_and_read_back_as_not_measured(tmp_path):
-    write_report(_result(0, [float("nan"), 7, 0.5]), tmp_path)
+    write_report(
+        _result(0, [float("nan"), 7, 0.5]),
+        tmp_path,
+        judge(_result(0, [float("nan"), 7, 0.5]), tmp_path),
+    )
     d = json.loads((tmp_path / "results.json").read_text())
     assert d["claims"][0]["per_seed"] == [None] and d["claims"][0]["verdict"] == "not measured"
     assert load_result(tmp_path).claims[0].verdict == "not measured"
 
 
-# the claims _result measures, declared for a real paper (counts() re-judges against them)
+# the claims _result measures, declared for a real paper (judge() re-judges against them)
 _SPECS = (
     ClaimSpec("f", "a finding", 1.0, "> 0"),
     ClaimSpec("k", "a check", 7, "== 7", kind="check"),
@@ -160,20 +166,22 @@ def test_aggregate_four_seeds(tmp_path, monkeypatch):
     assert f.per_seed == [2.0, 3.0, -0.5, 1.0] and f.verdict == "holds" and f.holds_on == 3
     assert agg.wall_seconds == 4.0
     assert agg.notes[0] == "same everywhere" and agg.notes[1] == "seed 0: only seed 0"
-    # its own fields count it (results.json's findings_reproduced below); report.md's headline
-    # is counts(): a quick run counts once confirmed at a second thread count
+    # its own fields count it; the decision (report.md's headline, results.json's
+    # findings_reproduced) is judge()'s: a quick run counts once confirmed at a second thread count
     assert agg.not_counted_reason() is None
     label = f"quick, seeds 0-3, commit {COMMIT}"
-    assert headline(counts(agg)) == (
+    assert judge(agg).headline() == (
         f"Findings holding: 1 of 1 ({label}; not counted: not confirmed at a second thread count "
         "(a quick verdict counts where runs at one and at two threads per process agree; given: "
         "thread count unknown))"
     )
     twins = [_with(aggregate(runs), threads=t) for t in (1, 2)]
-    assert headline(counts(twins[0], twins=twins)) == f"Findings reproduced: 1 of 1 ({label})"
-    write_report(agg, tmp_path)
+    assert judge(twins[0], twins=twins).headline() == f"Findings reproduced: 1 of 1 ({label})"
+    write_report(agg, tmp_path, judge(agg, tmp_path))
     d = json.loads((tmp_path / "results.json").read_text())
-    assert d["findings_reproduced"] == "1/1" and "seed" not in d
+    # (no seed runs beside it in tmp_path: it does not count, and results.json says why)
+    assert d["findings_reproduced"] is None and "seed" not in d
+    assert d["not_counted"] == judge(agg, tmp_path).reason and "seed run seed-0" in d["not_counted"]
     assert d["figures"] == ["figures/findings_by_seed.png"]
     assert (tmp_path / "figures" / "findings_by_seed.png").stat().st_size > 0
     md = (tmp_path / "report.md").read_text()
@@ -198,7 +206,7 @@ def test_full_scale_counts_with_one_seed_smoke_never():
     assert _result(0, [1, 7, 0], scale="full").counts_as_reproduction
     smoke = aggregate([_result(s, [1, 7, 0], scale="smoke") for s in range(4)])
     assert not smoke.counts_as_reproduction
-    assert "smoke runs only prove the pipeline" in headline(counts(smoke))
+    assert "smoke runs only prove the pipeline" in judge(smoke).headline()
 
 
 def test_load_result_rejects_other_files(tmp_path):
@@ -234,7 +242,7 @@ def test_a_diverged_run_is_not_measured_never_a_pass_and_the_writer_survives(tmp
     agg = aggregate(runs)
     f = agg.claims[0]
     assert f.verdict == "not measured" and f.mean is None and f.std is None
-    write_report(agg, tmp_path)  # no statistics.stdev over an infinity
+    write_report(agg, tmp_path, judge(agg, tmp_path))  # no statistics.stdev over an infinity
     d = json.loads((tmp_path / "results.json").read_text())
     assert d["claims"][0]["per_seed"][2] is None and d["claims"][0]["verdict"] == "not measured"
 
@@ -275,15 +283,15 @@ def test_runs_that_never_count_say_why(fields, why):
     runs = [_result(s, [1.0, 7, 0.0], scale="full") for s in range(4)]
     agg = _with(aggregate(runs), **fields)
     assert not agg.counts_as_reproduction and why in (agg.not_counted_reason() or "")
-    d = agg.to_dict()
+    d = agg.to_dict(judge(agg).record())
     assert d["findings_reproduced"] is None and why in d["not_counted"]
-    assert "Findings holding" in headline(counts(agg)) and why in headline(counts(agg))
+    assert "Findings holding" in judge(agg).headline() and why in judge(agg).headline()
     assert _with(aggregate(runs), shards={"n": 2, "merged": [0, 1]}).counts_as_reproduction
 
 
 def test_not_the_papers_setting_is_at_the_top_of_the_report(tmp_path):
     r = _with(_result(0, [1.0, 7, 0.0], scale="full"), setting_note="--dataset mnist5k")
-    write_report(r, tmp_path)
+    write_report(r, tmp_path, judge(r, tmp_path))
     md = (tmp_path / "report.md").read_text().splitlines()
     assert md[2].startswith("**NOT THE PAPER'S SETTING: --dataset mnist5k.")
     d = json.loads((tmp_path / "results.json").read_text())
@@ -298,13 +306,13 @@ def test_a_result_names_its_code_data_and_part(tmp_path):
         data=[{"name": "d", "source": "/x", "n_train": 1, "n_test": 1, "sha256": "e" * 64,
                "fold": 3}],
     )  # fmt: skip
-    write_report(r, tmp_path)
+    write_report(r, tmp_path, judge(r, tmp_path))
     d = json.loads((tmp_path / "results.json").read_text())
     assert (d["commit"], d["source_sha256"], d["part"]) == ("abc123", "f" * 64, "spheres")
     assert d["data"][0]["sha256"] == "e" * 64 and d["data"][0]["fold"] == 3
     md = (tmp_path / "report.md").read_text()
     assert "commit abc123" in md and "fold 3, SHA-256 eeeeeeeeeeee" in md
-    # the headline names what ran (paper "x" is not declared: counts() does not count it)
+    # the headline names what ran (paper "x" is not declared: judge() does not count it)
     assert "(full, part spheres, seed 0, commit abc123;" in md and "--part spheres" in md
     back = load_result(tmp_path)
     assert (back.commit, back.part) == ("abc123", "spheres")
@@ -375,17 +383,21 @@ def test_marks_and_shards_survive_any_number_of_re_merges(tmp_path):
     agg = aggregate(runs)
     assert agg.shards == {"n": 2, "merged": [0]}
     assert "incomplete grid" in (agg.not_counted_reason() or "")
-    write_report(agg, tmp_path / "a")
+    write_report(agg, tmp_path / "a", judge(agg, tmp_path / "a"))
     again = aggregate([load_result(tmp_path / "a")])
     assert "incomplete grid" in (again.not_counted_reason() or "")
-    # a reason stored in a file but no longer derivable from its fields is kept as a mark
+    # a reason stored in a file from before results.json recorded counts()'s decision, and no
+    # longer derivable from its fields, is kept as a mark (and written as one from then on)
     d = json.loads((tmp_path / "a" / "results.json").read_text())
     d["not_counted"], d["shards"] = "an older rule's reason", None
+    newer = {**d, "not_counted": "not confirmed at a second thread count (...)"}
+    assert Result.from_dict(newer).marks == []  # a recorded decision is not a mark
+    del d["counting"]
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "results.json").write_text(json.dumps(d))
     kept = load_result(tmp_path / "b")
     assert kept.marks == ["an older rule's reason"]
-    write_report(aggregate([kept]), tmp_path / "c")
+    write_report(aggregate([kept]), tmp_path / "c", judge(aggregate([kept]), tmp_path / "c"))
     assert load_result(tmp_path / "c").not_counted_reason() == "an older rule's reason"
     mixed = [_result(s, [1.0, 7, 0]) for s in range(2)]
     mixed[0].shards = {"n": 2, "merged": [0, 1]}
@@ -401,7 +413,7 @@ def test_why_a_seed_is_not_measured_is_kept_through_the_aggregate(tmp_path):
     agg = aggregate(runs)
     assert agg.claims[0].verdict == "not measured"
     assert agg.claims[0].verdict_text == "not measured (diverged at step 12 (net))"
-    write_report(agg, tmp_path)
+    write_report(agg, tmp_path, judge(agg, tmp_path))
     d = json.loads((tmp_path / "results.json").read_text())
     assert d["claims"][0]["why_not_measured"] == [None, None, "diverged at step 12 (net)", None]
     assert "not measured (diverged at step 12 (net))" in (tmp_path / "report.md").read_text()

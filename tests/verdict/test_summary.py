@@ -11,6 +11,7 @@ from urllib.parse import unquote
 import pytest
 
 from paperzoo.experiments.base import ClaimSpec
+from paperzoo.experiments.judging import declare, judge
 from paperzoo.report import write_report
 from paperzoo.summary import render_summary_html, render_summary_markdown
 from paperzoo.verdict import (
@@ -111,8 +112,8 @@ def test_quick_and_full_side_by_side_with_verdict_classes_and_no_emoji() -> None
     for cls in ("v-holds", "v-fails", "h-some"):
         assert cls in classes, cls
     # the full run: one seed, split.acc 0.9 < 0.95 fails, split.gap 0.8 >= 0.7 holds
-    assert "1 of 2 findings reproduced (full, seed 0, commit 0123456789ab)" in html
-    assert "1 of 2 findings reproduced (quick, seeds 0-3, commit 0123456789ab)" in html
+    assert "Findings reproduced: 1 of 2 (full, seed 0, commit 0123456789ab)" in html
+    assert "Findings reproduced: 1 of 2 (quick, seeds 0-3, commit 0123456789ab)" in html
     assert not _EMOJI.search(html)
     assert not _EMOJI.search(render_summary_markdown([*quick, full]))
 
@@ -120,8 +121,8 @@ def test_quick_and_full_side_by_side_with_verdict_classes_and_no_emoji() -> None
 def test_figure_and_report_links_resolve_relative_to_the_page(tmp_path: Path) -> None:
     results_dir = tmp_path / "results"
     dirs = [results_dir / "coordconv-quick", results_dir / "wrm quick"]  # a space: quoted
-    write_report(_result(), dirs[0])
-    write_report(_result("wrm"), dirs[1])
+    write_report(_result(), dirs[0], judge(_result(), dirs[0]))
+    write_report(_result("wrm"), dirs[1], judge(_result("wrm"), dirs[1]))
     loaded = [load_result(d) for d in dirs]
     (tmp_path / "docs").mkdir()  # a page in another directory: links go through ..
     for base in (results_dir, tmp_path / "docs"):
@@ -208,7 +209,7 @@ def test_papers_without_a_full_run_say_why_and_a_part_replaces_its_entry() -> No
     spheres.part = "spheres"  # type: ignore[attr-defined]  # a --part run
     md = render_summary_markdown([_result("wrm"), spheres], overview_only=True)
     row = next(line for line in md.splitlines() if line.startswith("| `wrm`"))
-    assert "part spheres:" in row and "not run (mnist): needs a GPU" in row
+    assert "(full, part spheres, " in row and "not run (mnist): needs a GPU" in row
     assert "not run (spheres)" not in row
     # a full run of the whole paper leaves no reason behind
     whole = render_summary_html([_result("resnet"), _result("resnet", "full", (0,))])
@@ -288,13 +289,13 @@ def test_a_loosened_stored_target_is_flagged_and_judged_against_the_declared_one
         r = _result(threads=t, other=(0.5, 0.4, 0.6, 0.5))  # split.gap fails its >= 0.7
         r.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, list(r.claims[1].per_seed), ">= 0")
         assert r.claims[1].verdict == "holds"  # as the edited file would have it
-        write_report(r, tmp_path / f"t{t}")
+        write_report(r, tmp_path / f"t{t}", judge(r, tmp_path / f"t{t}"))
         runs.append(load_result(tmp_path / f"t{t}"))
-    judged, problems = rejudge(runs[0])
+    judged, problems = rejudge(runs[0], declare)
     assert judged.claims[1].verdict == "fails" and judged.claims[1].target == ">= 0.7"
     assert any("stored target '>= 0'" in p for p in problems)
     md = render_summary_markdown(runs, dirs=[tmp_path / "t1", tmp_path / "t2"])
-    assert "1 of 2 findings reproduced" in md and "2 of 2" not in md
+    assert "Findings reproduced: 1 of 2" in md and "2 of 2" not in md
     assert "flagged: split.gap: stored target '>= 0'" in md
 
 
@@ -302,14 +303,14 @@ def test_an_aggregate_that_disagrees_with_its_seed_runs_does_not_count(tmp_path:
     seeds = []
     for s in range(4):
         r = _result(seeds=(s,), values=(0.9,), other=(0.8,), threads=1)
-        write_report(r, tmp_path / f"seed-{s}")
+        write_report(r, tmp_path / f"seed-{s}", judge(r, tmp_path / f"seed-{s}"))
         seeds.append(load_result(tmp_path / f"seed-{s}"))
     agg = aggregate(seeds, [f"seed-{s}" for s in range(4)])
     assert agg.claims[0].verdict == "fails"
     agg.claims[0] = ClaimResult("split.acc", "accuracy on the split", 1.0, [1.0] * 4, ">= 0.95")
-    write_report(agg, tmp_path)
+    write_report(agg, tmp_path, judge(agg, tmp_path))
     edited = load_result(tmp_path)
-    _, problems = rejudge(edited, tmp_path)
+    _, problems = rejudge(edited, declare, tmp_path)
     assert any(p.startswith("not counted: split.acc per seed") for p in problems)
     twin = _result(threads=2, values=(1.0,) * 4)
     md = render_summary_markdown([edited, twin], dirs=[tmp_path, tmp_path / "twin"])
@@ -324,7 +325,7 @@ def test_a_verdict_that_flips_with_the_thread_count_is_unstable_and_not_counted(
     assert "holds 3/4" in unstable["split.gap"] and "fails 1/4" in unstable["split.gap"]
     md = render_summary_markdown([one, two], dirs=[Path("x-quick"), Path("x-quick-2threads")])
     overview = md.split("\n## ")[0]
-    assert "1 of 2 findings reproduced" in overview and "1 unstable, not counted" in overview
+    assert "Findings reproduced: 1 of 2" in overview and "1 unstable, not counted" in overview
     assert "unstable: holds 3/4, mean 0.75 at 1 thread (x-quick)" in md
     assert "v-unstable" in _parse(render_summary_html([one, two])).classes
 
@@ -336,13 +337,13 @@ def test_validation_seed_runs_are_not_shown_and_mark_the_knife_edges() -> None:
     dirs = [Path("x-quick"), Path("x-quick-2threads"), Path("validation/x-quick-s100-107")]
     md = render_summary_markdown([one, two, val], dirs=dirs)
     overview = md.split("\n## ")[0]
-    assert "0 of 2 findings reproduced" in overview and "1 knife edge, not counted" in overview
+    assert "Findings reproduced: 0 of 2" in overview and "1 knife edge, not counted" in overview
     assert "x-quick-s100-107): **" not in md  # the validation run has no line of its own
     assert "- quick, validation seeds 100-107 (x-quick-s100-107): decides the knife edges" in md
     assert "knife edge: holds 4/4 here, fragile 4/8, mean 0.95 on validation seeds 100-107" in md
     assert "v-unstable" in _parse(render_summary_html([one, two, val])).classes
     # without it the same runs reproduce the finding
-    assert "1 of 2 findings reproduced" in render_summary_markdown([one, two], dirs=dirs[:2])
+    assert "Findings reproduced: 1 of 2" in render_summary_markdown([one, two], dirs=dirs[:2])
 
 
 def test_a_quick_run_without_a_twin_at_another_thread_count_does_not_count() -> None:
@@ -375,9 +376,9 @@ def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
     full = _result(scale="full", seeds=(0,), values=(0.99,), other=(0.8,))
     md = render_summary_markdown([full])
-    assert "1 of 2 findings reproduced" in md  # split.acc holds but does not count
+    assert "Findings reproduced: 1 of 2" in md  # split.acc holds but does not count
     assert "1 more hold on unverified paper numbers" in md  # the row says why, as report.md
-    assert "paper number unverified: not counted" in md
+    assert "not counted: paper number unverified" in md
 
 
 def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:
@@ -387,12 +388,12 @@ def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:
     declared = config_to_dict(get_experiment("coordconv").config("full"))
     key = next(iter(declared))
     old = _result(scale="full", seeds=(0,), config={**declared, key: "another protocol"})
-    _, problems = rejudge(old)
+    _, problems = rejudge(old, declare)
     assert any(p.startswith("not counted: it ran a full config") and key in p for p in problems)
     assert "findings reproduced" not in render_summary_markdown([old], overview_only=True)
     # a field the run could not record (added to the config later) is not held against it
     older = {k: v for k, v in declared.items() if k != key}
-    assert rejudge(_result(scale="full", seeds=(0,), config=older))[1] == []
+    assert rejudge(_result(scale="full", seeds=(0,), config=older), declare)[1] == []
 
 
 def test_a_quoted_paper_number_counts_at_full_and_is_shown_as_quoted(monkeypatch) -> None:
@@ -408,10 +409,10 @@ def test_a_quoted_paper_number_counts_at_full_and_is_shown_as_quoted(monkeypatch
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
     full = _result(scale="full", seeds=(0,), values=(0.99,), other=(0.8,))
     md = render_summary_markdown([full])
-    assert "2 of 2 findings reproduced" in md and "unverified" not in md
-    report = render_markdown(rejudge(full)[0])
+    assert "Findings reproduced: 2 of 2" in md and "unverified" not in md
+    report = render_markdown(judge(rejudge(full, declare)[0]))
     assert "Findings reproduced: 2 of 2" in report
     assert "paper number quoted (a reimplementation's README)" in report
-    claim = rejudge(full)[0].claims[0]
+    claim = rejudge(full, declare)[0].claims[0]
     assert claim.to_dict()["quoted"] == "a reimplementation's README"
-    assert Result.from_dict(rejudge(full)[0].to_dict()).claims[0].quoted == claim.quoted
+    assert Result.from_dict(rejudge(full, declare)[0].to_dict()).claims[0].quoted == claim.quoted

@@ -28,13 +28,14 @@ from typing import Any
 
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.experiments.base import EXPERIMENTS, Option, RunContext
+from paperzoo.experiments.merging import merge_dirs
 from paperzoo.experiments.runner import (
     check_run,
     get_experiment,
     resolve_config,
     run_experiment,
 )
-from paperzoo.verdict import Result, merge_dirs
+from paperzoo.verdict import Result
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def check_out_dir(out: Path | None) -> None:
     directory, instead of when the results are written.
 
     Raises:
-        ValueError: one line naming the file in the way.
+        ValueError: one line naming the file in the way, or the directory that cannot be written.
     """
     if out is None:
         return
@@ -81,6 +82,15 @@ def check_out_dir(out: Path | None) -> None:
     if existing is not None and not existing.is_dir():
         where = "" if existing == out else f" ({existing} is a file)"
         raise ValueError(f"--out {out} is not a directory{where}")
+    if existing is not None:  # a probe directory, made and removed: can anything be written there?
+        import tempfile
+
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".paperzoo-probe-", dir=existing))
+        except OSError as err:
+            raise ValueError(
+                f"--out {out} cannot be written: {err.strerror} ({existing})"
+            ) from None
 
 
 def resolve_device(requested: str | None) -> str:
@@ -358,7 +368,7 @@ def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
     Each seed runs as ``python -m paperzoo`` with ``request.child_argv`` (``--seed S --out
     OUT/seed-S --threads T`` and the request's other flags) with its log in
     ``OUT/seed-S/log.txt``; the aggregate ``results.json`` / ``report.md`` (per-seed values,
-    mean, std, verdicts) go to ``OUT``: ``paperzoo.verdict.merge_dirs``, as ``paperzoo merge
+    mean, std, verdicts) go to ``OUT``: ``paperzoo.experiments.merging.merge_dirs``, as ``paperzoo merge
     OUT/seed-*`` writes it.
 
     A signal (SIGINT / SIGTERM) is passed on to the running seed processes, which checkpoint

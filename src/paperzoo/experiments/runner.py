@@ -25,6 +25,7 @@ from paperzoo.engine import budget
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import check_shared_dir
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
+from paperzoo.experiments.judging import judge
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import write_report
 from paperzoo.utils.io import atomic_write_text
@@ -47,7 +48,7 @@ def build_result(
     unmeasured, one measured but not declared there, or a boolean measured against a numeric
     target (or the reverse) is an error naming the claim. The result names what ran: the code
     (``paperzoo.provenance``), the data, the setting and the part; for a result made from other
-    runs (the shards ``paperzoo.verdict.merge_dirs`` combines), ``ran`` is one of them, and the
+    runs (the shards ``paperzoo.experiments.merging.merge_dirs`` combines), ``ran`` is one of them, and the
     code, setting, config and overrides are the ones it ran."""
     from paperzoo import __version__
     from paperzoo.provenance import code_identity, host_identity
@@ -360,7 +361,7 @@ def run_experiment(
     with SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock:
         result = _run_and_build(exp, cfg, ctx, overrides, clock)
     if ctx.dist.is_main:
-        write_report(result, ctx.out_dir)
+        write_report(result, ctx.out_dir, judge(result, ctx.out_dir))
     return result
 
 

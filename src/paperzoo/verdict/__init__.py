@@ -3,39 +3,46 @@ and how runs merge.
 
 - ``targets``: parsing a target and judging one measurement against it; the seed rules.
 - ``result``: the results.json schema (``ClaimResult``, ``Result``), read and written.
-- ``counting``: ``counts``, the one decision whether a run counts as a reproduction, used by
-  ``paperzoo reproduce``, ``paperzoo merge``, report.md and ``paperzoo summary`` alike.
-- ``merging``: ``merge_dirs``, the one way seed runs and shards are combined, with one set of
-  checks.
+- ``counting``: ``counts``, the one decision whether a run counts as a reproduction, which
+  ``paperzoo reproduce``, ``paperzoo merge``, results.json, report.md and ``paperzoo summary``
+  record or show (``Count``); it judges against what the code declares, given as ``Declare``.
+- ``merging``: the rules of combining seed runs (``aggregate``) and what may be merged.
 
-Rendering (report.md, the summary page) lives in ``paperzoo.report`` and ``paperzoo.summary``.
+This is the bottom layer of the harness: it decides from what it is given and imports no
+experiment, runner or report. Reading and writing run directories (``merge_dirs``,
+``declare``, ``record_decision``) is the run layer's (``paperzoo.experiments.merging``,
+``paperzoo.experiments.judging``); rendering is ``paperzoo.report`` and ``paperzoo.summary``.
 See docs/verdicts.md.
 """
 
 from paperzoo.verdict.counting import (
     Count,
+    Declare,
+    Declared,
+    DeclaredClaim,
     counts,
     is_validation_run,
     mark_knife_edges,
     mark_unstable,
-    own_reason,
     rejudge,
     threads_of,
     validation_problem,
 )
 from paperzoo.verdict.merging import (
+    SeedNotes,
     aggregate,
     check_mergeable,
     check_same_run,
     combine_partial,
     data_identity,
-    merge_dirs,
 )
 from paperzoo.verdict.result import (
+    DECISION_KEYS,
     ClaimResult,
     Result,
     format_seeds,
     load_result,
+    own_reason,
     run_label,
     scale_label,
 )
@@ -55,14 +62,19 @@ from paperzoo.verdict.targets import (
 )
 
 __all__ = [
+    "DECISION_KEYS",
     "MIN_SEEDS_REPRODUCED",
     "PROTOCOL_SEEDS",
     "VALIDATION_SEEDS_FROM",
     "VERDICTS",
     "ClaimResult",
     "Count",
+    "Declare",
+    "Declared",
+    "DeclaredClaim",
     "Measured",
     "Result",
+    "SeedNotes",
     "aggregate",
     "check_measurement",
     "check_mergeable",
@@ -78,7 +90,6 @@ __all__ = [
     "load_result",
     "mark_knife_edges",
     "mark_unstable",
-    "merge_dirs",
     "own_reason",
     "rejudge",
     "run_label",

@@ -1,10 +1,15 @@
-"""Does a run count? One function, ``counts``, answers for ``reproduce``, ``merge``, report.md and
-``paperzoo summary`` alike.
+"""Does a run count? One function, ``counts``, answers for ``reproduce``, ``merge``, report.md,
+results.json and ``paperzoo summary`` alike: each records or shows the ``Count`` it returns
+(``Count.headline``, ``Count.record``, ``Count.why_not_counted``), and none decides on its own.
+
+The verdict layer decides from what it is given: the run, the runs beside it, and what the code
+declares for the paper (``Declared``, from a ``Declare`` callable that the run layer supplies:
+``paperzoo.experiments.judging.declare``); it imports no experiment, runner or report.
 
 A run's findings count as reproduced only when nothing below stops it, checked in this order
 (the first reason found is the one shown):
 
-1. the run's own fields (``own_reason``, what results.json records as ``not_counted``): a
+1. the run's own fields (``own_reason``): a
    partial run (``--max-steps``), a modified config (``--set``), not the scale's own setting, one
    shard or an incomplete set of shards, a mark inherited from the runs it was merged from, a
    smoke run, no clean provenance, seeds that are not a counted seed set;
@@ -29,22 +34,34 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from paperzoo.utils.format import format_number
-from paperzoo.verdict.result import ClaimResult, Result, format_seeds, load_result, scale_label
-from paperzoo.verdict.targets import MIN_SEEDS_REPRODUCED, PROTOCOL_SEEDS, VALIDATION_SEEDS_FROM
+from paperzoo.verdict.result import (
+    ClaimResult,
+    Result,
+    format_seeds,
+    load_result,
+    own_reason,
+    run_label,
+    scale_label,
+    seeds_problem,
+)
+from paperzoo.verdict.targets import VALIDATION_SEEDS_FROM
 
 __all__ = [
     "Count",
+    "Declare",
+    "Declared",
+    "DeclaredClaim",
     "counts",
     "is_validation_run",
     "mark_knife_edges",
     "mark_unstable",
-    "own_reason",
     "rejudge",
     "threads_of",
     "validation_problem",
@@ -53,6 +70,35 @@ __all__ = [
 _STOP = "not counted: "  # the prefix of a problem that stops a run from counting
 # A run given beside the one judged: its result, and its directory (None: not known).
 Twin = Result | tuple[Result, str | Path | None]
+
+
+@dataclass(frozen=True)
+class DeclaredClaim:
+    """One claim as the code declares it at one scale."""
+
+    id: str
+    statement: str
+    paper: float | str | None  # the paper's number
+    kind: str  # "finding" or "check"
+    target: str  # the target at the scale asked for
+    unverified: str | None = None  # why the paper number is not verified (None: verified)
+    quoted: str | None = None  # the maintained reimplementation it is quoted from, if any
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What the code declares for one paper at one scale (and part): its claims and config."""
+
+    claims: tuple[DeclaredClaim, ...]
+    config: dict[str, Any]  # the scale's config as results.json records one
+    # fields added after runs were made -> the value those runs ran with (nested dicts for
+    # nested configs); a run that lacks such a field is compared with that value
+    ran_before: dict[str, Any] = field(default_factory=dict)
+
+
+Declare = Callable[[str, str, "str | None"], Declared]
+"""``declare(paper, scale, part)``: what the code declares; ``LookupError`` for a paper it does not
+declare, ``ValueError`` (one line) for a scale or part it does not."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +128,7 @@ class Count:
     unstable: tuple[tuple[str, str], ...] = ()
     knife_edges: tuple[tuple[str, str], ...] = ()
     flags: tuple[str, ...] = ()
+    consulted: tuple[str, ...] = ()  # the runs beside it that the decision read (where they are)
 
     @property
     def counted(self) -> bool:
@@ -114,10 +161,58 @@ class Count:
         """Why finding ``cid`` is a knife edge (its validation verdict); None when it is not."""
         return dict(self.knife_edges).get(cid)
 
+    def why_not_counted(self, cid: str) -> str | None:
+        """Why finding ``cid``, holding in a run that counts, is not counted ("unstable: ...",
+        "knife edge: ...", "paper number unverified: ..."); None when it counts, or does not
+        hold, or the whole run does not count (``reason``)."""
+        c = next((c for c in self.result.findings if c.id == cid), None)
+        if self.reason is not None or c is None or any(r.id == cid for r in self.reproduced):
+            return None
+        if (why := self.why_unstable(cid)) is not None:
+            return f"unstable: {why}"
+        if (why := self.why_knife_edge(cid)) is not None:
+            return f"knife edge: {c.verdict} {c.holds_on}/{len(c.per_seed)} here, {why}"
+        if c.verdict == "holds" and c.unverified is not None:
+            return f"paper number unverified: {c.unverified}"
+        return None
+
+    def headline(self) -> str:
+        """The one sentence every page gives: "Findings reproduced: k of n (quick, seeds 0-3,
+        commit ...; 2 knife edges, not counted)", or "Findings holding: k of n (...; not counted:
+        why)" for a run that does not count."""
+        label = run_label(self.result)
+        if self.reason is None:
+            more = "".join(f"; {note}" for note in self.notes())
+            return f"Findings reproduced: {len(self.reproduced)} of {self.findings} ({label}{more})"
+        return (
+            f"Findings holding: {self.holding} of {self.findings} "
+            f"({label}; not counted: {self.reason})"
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The decision as results.json records it (``Result.to_dict(decision)``): the count
+        (None when the run does not count), why not, and under ``counting`` the headline, each
+        holding finding that does not count and why, the flags and the runs consulted."""
+        ids = [c.id for c in self.result.findings]
+        uncounted = {cid: why for cid in ids if (why := self.why_not_counted(cid)) is not None}
+        return {
+            "findings_reproduced": f"{len(self.reproduced)}/{self.findings}"
+            if self.reason is None
+            else None,
+            "not_counted": self.reason,
+            "counting": {
+                "headline": self.headline(),
+                "findings_not_counted": uncounted,
+                "consulted": list(self.consulted),
+                "flags": list(self.flags),
+            },
+        }
+
 
 def counts(
     result: Result,
     *,
+    declare: Declare,
     run_dir: str | Path | None = None,
     twins: Sequence[Twin] | None = None,
     validation: Sequence[Twin] | None = None,
@@ -126,6 +221,8 @@ def counts(
 
     Args:
         result: a run as read by ``load_result`` (or as just made).
+        declare: what the code declares for a paper at a scale (``Declare``); every run is
+            re-judged against it.
         run_dir: its directory: an aggregate's seed runs (``seed_dirs``) are read from there and
             checked against it (None: not checked).
         twins: the runs of the same paper, scale and part given alongside it, each a ``Result``
@@ -141,16 +238,22 @@ def counts(
         The ``Count``: the re-judged result, the reason it does not count (None: it counts), the
         reproduced findings and the rest of what report.md and the summary show.
     """
-    judged, problems, reason = _judge(result, run_dir)
+    judged, problems, reason = _judge(result, run_dir, declare)
     unstable: dict[str, str] = {}
+    consulted: list[str] = []
     if reason is None and result.scale == "quick":
         group = []
         for run, where in _group(result, run_dir, twins or ()):
-            other = (judged, problems, reason) if run is result else _judge(run, where)
+            other = (judged, problems, reason) if run is result else _judge(run, where, declare)
             if other[2] is None:
                 group.append((other[0], Path(where).name if where else scale_label(run)))
+                if run is not result:
+                    consulted.append(_where(run, where, run_dir))
         unstable, reason = mark_unstable(group)
-    edges = mark_knife_edges(judged, validation or ()) if reason is None else {}
+    edges: dict[str, str] = {}
+    if reason is None:
+        edges, used = _knife_edges(judged, validation or (), declare)
+        consulted += [_where(run, where, run_dir) for run, where in used]
     findings = judged.findings
     skip = unstable.keys() | edges.keys()
     reproduced = () if reason else tuple(c for c in judged.reproduced() if c.id not in skip)
@@ -163,7 +266,16 @@ def counts(
         unstable=tuple(unstable.items()),
         knife_edges=tuple(edges.items()),
         flags=tuple(p for p in problems if not p.startswith(_STOP)),
+        consulted=tuple(consulted),
     )
+
+
+def _where(run: Result, where: str | Path | None, run_dir: str | Path | None) -> str:
+    """A run beside the judged one, named by its directory relative to the judged run's (its
+    directory name, or its label, where those are not known)."""
+    if where is not None and run_dir is not None:
+        return Path(os.path.relpath(where, run_dir)).as_posix()
+    return Path(where).name if where is not None else scale_label(run)
 
 
 def is_validation_run(result: Result) -> bool:
@@ -171,7 +283,9 @@ def is_validation_run(result: Result) -> bool:
     return bool(result.seeds) and all(s >= VALIDATION_SEEDS_FROM for s in result.seeds)
 
 
-def mark_knife_edges(judged: Result, validation: Sequence[Twin]) -> dict[str, str]:
+def mark_knife_edges(
+    judged: Result, validation: Sequence[Twin], *, declare: Declare
+) -> dict[str, str]:
     """The findings of the re-judged run ``judged`` whose verdict differs on a validation run:
     claim id -> that run's verdict and mean.
 
@@ -179,7 +293,15 @@ def mark_knife_edges(judged: Result, validation: Sequence[Twin]) -> dict[str, st
     a part that ``judged`` covers (its findings only), and can decide knife edges
     (``validation_problem``). Where several measure a finding, the first that differs counts.
     """
+    return _knife_edges(judged, validation, declare)[0]
+
+
+def _knife_edges(
+    judged: Result, validation: Sequence[Twin], declare: Declare
+) -> tuple[dict[str, str], list[tuple[Result, str | Path | None]]]:
+    """(``mark_knife_edges``, the validation runs used)."""
     edges: dict[str, str] = {}
+    used: list[tuple[Result, str | Path | None]] = []
     here = {c.id: c for c in judged.findings}
     for item in validation:
         run, where = item if isinstance(item, tuple) else (item, None)
@@ -187,9 +309,10 @@ def mark_knife_edges(judged: Result, validation: Sequence[Twin]) -> dict[str, st
             continue
         if run.part is not None and judged.part not in (None, run.part):
             continue
-        v, problem = _as_validation(run, where)
+        v, problem = _as_validation(run, where, declare)
         if problem is not None:
             continue
+        used.append((run, where))
         label = Path(where).name if where else scale_label(run)
         for c in v.findings:
             mine = here.get(c.id)
@@ -199,35 +322,41 @@ def mark_knife_edges(judged: Result, validation: Sequence[Twin]) -> dict[str, st
                     f"{format_number(c.mean, sci_digits=2)} on validation seeds "
                     f"{format_seeds(v.seeds)} ({label})"
                 )
-    return edges
+    return edges, used
 
 
-def validation_problem(run: Result, where: str | Path | None = None) -> str | None:
+def validation_problem(
+    run: Result, where: str | Path | None = None, *, declare: Declare
+) -> str | None:
     """Why ``run`` (in ``where``) cannot decide knife edges; None when it can: it ran on
     validation seeds only and nothing but those seeds stops it from counting (its own fields;
     the re-judging: a config the code no longer declares, an aggregate that disagrees with its
     seed runs)."""
-    return _as_validation(run, where)[1]
+    return _as_validation(run, where, declare)[1]
 
 
-def _as_validation(run: Result, where: str | Path | None) -> tuple[Result, str | None]:
+def _as_validation(
+    run: Result, where: str | Path | None, declare: Declare
+) -> tuple[Result, str | None]:
     """(``run`` re-judged, ``validation_problem``)."""
     if not is_validation_run(run):
         return run, (
             f"seeds {format_seeds(run.seeds)} are not validation seeds "
             f"({VALIDATION_SEEDS_FROM} and up)"
         )
-    v, problems = rejudge(run, None if where is None else Path(where))
+    v, problems = rejudge(run, declare, None if where is None else Path(where))
     stop = [p.removeprefix(_STOP) for p in problems if p.startswith(_STOP)]
     if stop:
         return v, stop[0]
     own = own_reason(v)
-    return v, None if own == _seeds_problem(v) else own
+    return v, None if own == seeds_problem(v) else own
 
 
-def _judge(result: Result, run_dir: str | Path | None) -> tuple[Result, list[str], str | None]:
+def _judge(
+    result: Result, run_dir: str | Path | None, declare: Declare
+) -> tuple[Result, list[str], str | None]:
     """(the re-judged result, its problems, why it does not count before the thread check)."""
-    judged, problems = rejudge(result, None if run_dir is None else Path(run_dir))
+    judged, problems = rejudge(result, declare, None if run_dir is None else Path(run_dir))
     stop = [p.removeprefix(_STOP) for p in problems if p.startswith(_STOP)]
     return judged, problems, judged.not_counted_reason() or (stop[0] if stop else None)
 
@@ -243,68 +372,19 @@ def _group(
     return [(r, d) for r, d in pairs if (r.paper, r.scale, r.part) == key]
 
 
-# -- 1. the run's own fields ------------------------------------------------------------------------
-
-
-def own_reason(result: Result) -> str | None:
-    """Why ``result`` does not count by its own fields (``Result.not_counted_reason``, what
-    results.json records as ``not_counted``); None when nothing in them stops it."""
-    if result.partial is not None:
-        return f"PARTIAL run: --max-steps {result.partial['max_steps']}, every loop stopped early"
-    if result.overrides:
-        sets = " ".join(f"--set {k}={v}" for k, v in result.overrides.items())
-        return f"modified config: {sets}"
-    if result.setting_note is not None:
-        return f"not the paper's setting: {result.setting_note}"
-    if result.shard is not None:
-        return f"one slice of a grid (shard {result.shard[0]}/{result.shard[1]})"
-    if result.shards_missing:
-        missing = ",".join(map(str, result.shards_missing))
-        return f"incomplete grid: shards {missing} of {result.shards['n']} not merged"  # type: ignore[index]
-    if result.marks:
-        return result.marks[0]
-    if result.scale == "smoke":
-        return "smoke runs only prove the pipeline"
-    if (problem := _provenance_problem(result)) is not None:
-        return problem
-    return _seeds_problem(result)
-
-
-def _provenance_problem(result: Result) -> str | None:
-    """Why ``result`` does not name the code that made it; None when it does (a clean commit
-    and a source digest)."""
-    if not result.commit:
-        return "no provenance: no commit recorded"
-    if result.commit.endswith("+dirty"):
-        return f"made from a dirty tree ({result.commit})"
-    if not result.source_sha256:
-        return "no provenance: no source digest recorded"
-    return None
-
-
-def _seeds_problem(result: Result) -> str | None:
-    """Why the seeds are not a counted seed set; None when they are: the protocol's test seeds
-    0-3 below full scale, any test seeds at full; validation seeds never count."""
-    validation = [s for s in result.seeds if s >= VALIDATION_SEEDS_FROM]
-    if validation:
-        return f"validation seeds {format_seeds(validation)} (selection runs) never count"
-    if result.scale in ("quick", "smoke") and sorted(result.seeds) != list(PROTOCOL_SEEDS):
-        if len(result.seeds) < MIN_SEEDS_REPRODUCED:
-            return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
-        return (
-            f"seeds {format_seeds(result.seeds)}: a {result.scale} verdict counts over the "
-            f"protocol's seeds {format_seeds(list(PROTOCOL_SEEDS))} only"
-        )
-    return None
+# -- 1. the run's own fields: ``own_reason`` (verdict/result.py) -------------------------------
 
 
 # -- 2. re-judging: the stored verdicts are not believed --------------------------------------------
 
 
-def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[str]]:
-    """``result`` judged again against what the code declares, and the problems found.
+def rejudge(
+    result: Result, declare: Declare, run_dir: Path | None = None
+) -> tuple[Result, list[str]]:
+    """``result`` judged again against what the code declares (``declare``), and the problems
+    found.
 
-    Each claim's per-seed values are judged against the target its ``ClaimSpec`` declares at
+    Each claim's per-seed values are judged against the target the code declares for it at
     the run's scale (and part), with the spec's statement, paper number and ``unverified`` or
     ``quoted`` mark; a stored target that differs is flagged, and so is a stored kind that
     differs (judged as the kind declared: a finding demoted to a check leaves the findings and
@@ -317,21 +397,18 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
         start with "not counted: " (an unknown paper, an aggregate that disagrees with its
         seed runs); the others are flags shown beside the run.
     """
-    from paperzoo.experiments import EXPERIMENTS, RunContext
-
     problems: list[str] = []
-    if result.paper not in EXPERIMENTS:
-        return result, [f"not counted: paper {result.paper!r} is not declared by this paperzoo"]
-    exp = EXPERIMENTS.create(result.paper)
     try:
-        specs = exp.claims_at(RunContext(scale=result.scale, part=result.part))
+        declared = declare(result.paper, result.scale, result.part)
+    except LookupError:
+        return result, [f"not counted: paper {result.paper!r} is not declared by this paperzoo"]
     except ValueError as err:
         return result, [f"not counted: {err}"]
     stored = {c.id: c for c in result.claims}
     n = len(result.seeds)
     claims: list[ClaimResult] = []
-    for spec in specs:
-        target = spec.target_at(result.scale)
+    for spec in declared.claims:
+        target = spec.target
         old = stored.pop(spec.id, None)
         if old is None:
             problems.append(f"{spec.id}: declared at {result.scale} but not in this run")
@@ -370,7 +447,7 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
             return result, problems
     problems += [f"{cid}: stored but no longer declared (not shown)" for cid in stored]
     if not result.overrides and result.config:
-        problems += _config_drift(result, exp.config(result.scale))
+        problems += _config_drift(result, declared)
     threads = result.threads
     if run_dir is not None and result.seed_dirs:
         found, threads_seen = _check_against_seeds(result, run_dir)
@@ -380,14 +457,12 @@ def rejudge(result: Result, run_dir: Path | None = None) -> tuple[Result, list[s
     return replace(result, claims=claims, threads=threads), problems
 
 
-def _config_drift(result: Result, declared: Any) -> list[str]:
+def _config_drift(result: Result, declared: Declared) -> list[str]:
     """``not counted: ...`` when a field the run recorded differs from the config the code now
     declares at its scale: it ran another protocol (e.g. restarts that became a variant). Fields
     added after the run, at any depth of a nested config, are not compared (the run could not
     record them); nor are fields the code no longer has."""
-    from paperzoo.experiments.overrides import config_to_dict
-
-    changed = _changed_fields(result.config, config_to_dict(declared), _ran_before(declared))
+    changed = _changed_fields(result.config, declared.config, declared.ran_before)
     if not changed:
         return []
     shown = ", ".join(
@@ -404,8 +479,8 @@ def _changed_fields(
 ) -> list[tuple[str, Any, Any]]:
     """(dotted field, recorded value, declared value) of every recorded field whose value the
     declared config gives otherwise; nested configs are compared field by field. A declared field
-    the run lacks is compared with the value runs made before it ran with (``before``, from
-    ``experiments.base.added_later``), else not at all."""
+    the run lacks is compared with the value runs made before it ran with (``before``:
+    ``Declared.ran_before``), else not at all."""
     before = before or {}
     out: list[tuple[str, Any, Any]] = []
     for k, new in current.items():
@@ -421,25 +496,6 @@ def _changed_fields(
             out += _changed_fields(old, new, nested, f"{prefix}{k}.")
         elif json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
             out.append((f"{prefix}{k}", old, new))
-    return out
-
-
-def _ran_before(cfg: Any) -> dict[str, Any]:
-    """The ``added_later`` fields of a config (nested configs as nested dicts): field -> the
-    value runs made before the field existed ran with."""
-    import dataclasses
-
-    from paperzoo.experiments.base import RAN_BEFORE
-    from paperzoo.experiments.overrides import config_to_dict
-
-    if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
-        return {}
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cfg):
-        if RAN_BEFORE in f.metadata:
-            out[f.name] = config_to_dict(f.metadata[RAN_BEFORE])
-        elif nested := _ran_before(getattr(cfg, f.name)):
-            out[f.name] = nested
     return out
 
 

@@ -1,140 +1,36 @@
-"""Merging runs into one result: seed runs into an aggregate, shards of a grid into one run.
+"""The rules of merging runs into one result, on results given in memory.
 
-``merge_dirs`` is the one way results are combined (``paperzoo merge``, and ``reproduce
---seeds`` after its seed processes): the runs must be the same run (``check_mergeable``: paper,
-scale, version, code, data, setting, part, precision, config, overrides, ``--max-steps``), and
-then either
+Runs may be merged only when they are the same run (``check_mergeable``: paper, scale, version,
+code, data, setting, part, precision, config, overrides, ``--max-steps``). Seed runs at distinct
+seeds, declaring the same claims and targets, combine claim by claim into per-seed values
+(``aggregate``). What the runs were made from, their partial records (``combine_partial``) and
+the reasons not to count they carry (``marks``) pass to the merged result.
 
-- seed runs at distinct seeds, declaring the same claims and targets, combine claim by claim
-  into per-seed values (``aggregate``); a directory holding an aggregate contributes its seed
-  runs; or
-- shards ``K/N`` of one grid at one seed combine through the experiment's own ``merge``; a set
-  that lacks a shard is kept with the missing ones named (it does not count).
-
-What the runs were made from (code, setting, config, overrides), their partial records and the
-reasons not to count they carry (``marks``) pass to the merged result. See docs/verdicts.md.
+Reading run directories and writing the merged one (``paperzoo merge``, ``reproduce --seeds``),
+and shards combined through the experiment's own ``merge``, belong to the run layer:
+``paperzoo.experiments.merging.merge_dirs``. See docs/verdicts.md.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from paperzoo.verdict.result import ClaimResult, Result, format_seeds, load_result
+from paperzoo.verdict.result import ClaimResult, Result, format_seeds
 from paperzoo.verdict.targets import VALIDATION_SEEDS_FROM
 
 __all__ = [
+    "SeedNotes",
     "aggregate",
     "check_mergeable",
     "check_same_run",
     "combine_partial",
     "data_identity",
-    "merge_dirs",
 ]
 
-
-def merge_dirs(
-    dirs: Sequence[str | Path], out: str | Path, *, command: str | None = None
-) -> Result:
-    """Merge the runs in ``dirs`` into ``out`` (results.json, report.md) and return the result.
-
-    Args:
-        dirs: run directories of one paper and scale: seed runs (or aggregates of seed runs),
-            or shards of one grid.
-        out: where the merged result is written (shards: also the experiment's figures).
-        command: the command line recorded in the result.
-
-    Raises:
-        ValueError: a directory without a readable results.json, or runs that may not be merged
-            (one line naming why).
-    """
-    from paperzoo.report import write_report
-
-    results = [load_result(d) for d in dirs]
-    papers = {r.paper for r in results}
-    scales = {r.scale for r in results}
-    if len(papers) != 1 or len(scales) != 1:
-        raise ValueError(
-            "runs to merge must come from one paper and scale, got "
-            f"{sorted(papers)} / {sorted(scales)}"
-        )
-    sharded = {r.shard is not None for r in results}
-    if sharded == {False}:
-        result = _merge_seeds(results, [Path(d) for d in dirs], Path(out))
-    elif sharded == {True}:
-        result = _merge_shards(results, [Path(d) for d in dirs], Path(out), command)
-    else:
-        raise ValueError("cannot merge shards of a grid with whole runs")
-    result.command = command
-    write_report(result, out)
-    return result
-
-
-def _merge_seeds(results: list[Result], dirs: list[Path], out: Path) -> Result:
-    """The aggregate of the seed runs in ``dirs``; an aggregate among them contributes its seed
-    runs. ``seed_dirs`` name them relative to ``out``."""
-    runs: list[Result] = []
-    names: list[str] = []
-    where = out.resolve()
-    for res, d in zip(results, dirs, strict=True):
-        parts = [d / s for s in res.seed_dirs] if res.seed_dirs else [d]
-        for part in parts:
-            runs.append(load_result(part) if res.seed_dirs else res)
-            names.append(os.path.relpath(part.resolve(), where))
-    return aggregate(runs, names)
-
-
-def _merge_shards(
-    results: list[Result], dirs: list[Path], out: Path, command: str | None
-) -> Result:
-    """The shards in ``dirs``, combined by their experiment's ``merge`` into one result that
-    names the shards merged (``shards``)."""
-    from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import build_result, get_experiment
-
-    check_mergeable(results, "shards to merge")
-    grid = {r.shard[1] for r in results if r.shard is not None}
-    merged = sorted(r.shard[0] for r in results if r.shard is not None)
-    if len(grid) != 1 or len(set(merged)) != len(merged):
-        raise ValueError(
-            "shards to merge must come from one grid (one N in --shard K/N) and be distinct, got "
-            + ", ".join(f"{r.shard[0]}/{r.shard[1]}" for r in results if r.shard is not None)
-        )
-    first = results[0]
-    exp = get_experiment(first.paper)
-    if len({tuple(r.seeds) for r in results}) > 1:
-        raise ValueError(
-            "shards to merge must come from one seed, got seeds "
-            + ", ".join(
-                f"{format_seeds(r.seeds)} ({d})" for r, d in zip(results, dirs, strict=True)
-            )
-        )
-    raw = [json.loads((d / "results.json").read_text()) for d in dirs]
-    ctx = RunContext(
-        scale=first.scale,
-        seed=first.seeds[0],
-        out_dir=out,
-        part=first.part,
-        command=command,
-        precision=first.precision,  # check_mergeable: every shard ran at it
-    )
-    try:
-        outcome = exp.merge(raw, ctx)
-    except (KeyError, TypeError, ValueError) as err:  # shards whose details are not as written
-        raise ValueError(
-            f"cannot merge the shards in {', '.join(map(str, dirs))}: {err!r}"
-        ) from None
-    wall = sum(r.wall_seconds for r in results)
-    return replace(
-        build_result(exp, outcome, ctx, wall, ran=first),  # what ran is what the shards ran
-        partial=combine_partial([r.partial for r in results]),
-        shards={"n": grid.pop(), "merged": merged},
-        marks=list(dict.fromkeys(m for r in results for m in r.marks)),
-    )
+# The paper's notes on its seed runs taken together: (each run's details, the seeds) -> notes
+SeedNotes = Callable[[list[dict[str, Any]], list[int]], list[str]]
 
 
 def data_identity(data: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -194,12 +90,18 @@ def check_mergeable(runs: list[Result], what: str) -> None:
         raise ValueError(f"{what} must share one --max-steps, got {', '.join(caps)}")
 
 
-def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
+def aggregate(
+    runs: list[Result],
+    seed_dirs: list[str] | None = None,
+    *,
+    seed_notes: SeedNotes | None = None,
+) -> Result:
     """Combine single-paper runs at different seeds into one result with per-seed values.
 
     The runs must be of the same code and data (``check_same_run``), declare the same claims
     with the same kinds and targets (targets are fixed before the run), and have distinct seeds.
-    The aggregate's ``wall_seconds`` is the sum over the runs.
+    The aggregate's ``wall_seconds`` is the sum over the runs; ``seed_notes`` (the paper's
+    ``Experiment.seed_notes``) adds notes on the seed runs taken together.
     """
     if not runs:
         raise ValueError("nothing to aggregate")
@@ -256,7 +158,8 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
             notes.append(
                 f"seed {', '.join(map(str, (s for r in holders for s in r.seeds)))}: {note}"
             )
-    notes += _seed_notes(runs, seeds)
+    if seed_notes is not None:
+        notes += seed_notes([r.details for r in runs], seeds)
     return Result(
         paper=first.paper,
         title=first.title,
@@ -283,16 +186,6 @@ def aggregate(runs: list[Result], seed_dirs: list[str] | None = None) -> Result:
         precision=first.precision,
         host="; ".join(dict.fromkeys(r.host for r in runs if r.host)) or None,
     )
-
-
-def _seed_notes(runs: list[Result], seeds: list[int]) -> list[str]:
-    """The paper's notes on its seed runs taken together (``Experiment.seed_notes``); none for a
-    paper this installation does not have."""
-    from paperzoo.experiments import EXPERIMENTS
-
-    if runs[0].paper not in EXPERIMENTS:
-        return []
-    return EXPERIMENTS.create(runs[0].paper).seed_notes([r.details for r in runs], seeds)
 
 
 def combine_partial(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:

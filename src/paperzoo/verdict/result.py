@@ -5,20 +5,26 @@
 seed runs or shards of one paper at one scale, and names what ran: the code (commit and source
 digest, ``paperzoo.provenance``), the data (name, source, sizes, SHA-256, fold), the config,
 the overrides, the shard, the thread count and the precision. ``to_dict`` / ``from_dict`` write
-and read results.json; the fields ``findings_reproduced`` and ``not_counted`` are the run's own
-answer (``Result.not_counted_reason``), and a stored ``not_counted`` its fields no longer show
-is kept as a mark that survives every re-merge. See docs/verdicts.md.
+and read results.json. Whether the run counts is not decided here: ``to_dict`` records the
+answer of ``paperzoo.verdict.counts`` it is given (``Count.record``: ``findings_reproduced``,
+``not_counted``, ``counting``). ``own_reason`` is the first step of that decision: what the
+run's own fields say. Reasons inherited from merged runs are kept in ``marks`` and survive every
+re-merge. See docs/verdicts.md.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from paperzoo.verdict.targets import (
+    MIN_SEEDS_REPRODUCED,
+    PROTOCOL_SEEDS,
+    VALIDATION_SEEDS_FROM,
     Measured,
     check_measurement,
     evaluate_target,
@@ -27,7 +33,20 @@ from paperzoo.verdict.targets import (
     validate_target,
 )
 
-__all__ = ["ClaimResult", "Result", "format_seeds", "load_result", "run_label", "scale_label"]
+__all__ = [
+    "DECISION_KEYS",
+    "ClaimResult",
+    "Result",
+    "format_seeds",
+    "load_result",
+    "own_reason",
+    "run_label",
+    "scale_label",
+]
+
+# The keys of results.json that record the decision of ``paperzoo.verdict.counts`` (written by
+# ``Result.to_dict`` from ``Count.record``; rewritten by ``make summary`` when the decision changes).
+DECISION_KEYS = ("findings_reproduced", "not_counted", "counting")
 
 
 @dataclass
@@ -193,11 +212,9 @@ class Result:
         return sorted(set(range(int(self.shards["n"]))) - set(self.shards["merged"]))
 
     def not_counted_reason(self) -> str | None:
-        """Why this run, by its own fields, does not count (what results.json records as
-        ``not_counted``); None when it does. The whole decision, with the re-judging against
-        the declared claims and the thread-count confirmation, is ``paperzoo.verdict.counts``."""
-        from paperzoo.verdict.counting import own_reason
-
+        """Why this run, by its own fields, does not count (``own_reason``); None when nothing in
+        them stops it. The whole decision, with the re-judging against the declared claims, the
+        thread-count confirmation and the validation seeds, is ``paperzoo.verdict.counts``."""
         return own_reason(self)
 
     def reproduced(self) -> list[ClaimResult]:
@@ -228,11 +245,16 @@ class Result:
         """No claim fails, is fragile or unmeasured (reported numbers aside)."""
         return all(c.holds is not False for c in self.claims)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, decision: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """results.json: what ran and every measurement, with ``decision`` (``Count.record``:
+        whether the run counts, as ``paperzoo.verdict.counts`` decided) in its place; without
+        one, the decision keys are left out."""
         findings, checks = self.findings, self.checks
         holding = f"{sum(c.verdict == 'holds' for c in findings)}/{len(findings)}"
-        reproduced = f"{len(self.reproduced())}/{len(findings)}"
         judged = [c for c in checks if c.verdict != "reported"]
+        decision = dict(decision or {})
+        if unknown := decision.keys() - set(DECISION_KEYS):
+            raise ValueError(f"not a decision of counts(): {sorted(unknown)}")
         d: dict[str, Any] = {
             "paper": self.paper,
             "title": self.title,
@@ -255,8 +277,7 @@ class Result:
             "command": self.command,
             "data": self.data,
             "claims": [c.to_dict() for c in self.claims],
-            "findings_reproduced": reproduced if self.counts_as_reproduction else None,
-            "not_counted": self.not_counted_reason(),
+            **decision,
             "findings_holding": holding,
             "checks_holding": f"{sum(c.verdict == 'holds' for c in judged)}/{len(judged)}",
             "figures": self.figures,
@@ -340,8 +361,9 @@ class Result:
             ) from None
         result.validate(source)
         stored = d.get("not_counted")
-        if stored and stored != result.not_counted_reason():  # a mark its fields do not show
-            result.marks.append(str(stored))
+        legacy = "counting" not in d  # written before results.json recorded counts()'s answer
+        if legacy and stored and stored != result.not_counted_reason():
+            result.marks.append(str(stored))  # then it recorded the run's own reason: a mark
         return result
 
     def validate(self, source: str = "results.json") -> None:
@@ -368,13 +390,77 @@ class Result:
                 )
 
 
+def own_reason(result: Result) -> str | None:
+    """Why ``result`` does not count by its own fields; None when nothing in them stops it: a
+    partial run, a modified config, not the scale's own setting, one shard or an incomplete set
+    of shards, a mark inherited from merged runs, a smoke run, no clean provenance, seeds that
+    are not a counted seed set (in this order; the first found is given)."""
+    if result.partial is not None:
+        return f"PARTIAL run: --max-steps {result.partial['max_steps']}, every loop stopped early"
+    if result.overrides:
+        sets = " ".join(f"--set {k}={v}" for k, v in result.overrides.items())
+        return f"modified config: {sets}"
+    if result.setting_note is not None:
+        return f"not the paper's setting: {result.setting_note}"
+    if result.shard is not None:
+        return f"one slice of a grid (shard {result.shard[0]}/{result.shard[1]})"
+    if result.shards_missing:
+        missing = ",".join(map(str, result.shards_missing))
+        return f"incomplete grid: shards {missing} of {result.shards['n']} not merged"  # type: ignore[index]
+    if result.marks:
+        return result.marks[0]
+    if result.scale == "smoke":
+        return "smoke runs only prove the pipeline"
+    if (problem := _provenance_problem(result)) is not None:
+        return problem
+    return seeds_problem(result)
+
+
+def _provenance_problem(result: Result) -> str | None:
+    """Why ``result`` does not name the code that made it; None when it does (a clean commit
+    and a source digest)."""
+    if not result.commit:
+        return "no provenance: no commit recorded"
+    if result.commit.endswith("+dirty"):
+        return f"made from a dirty tree ({result.commit})"
+    if not result.source_sha256:
+        return "no provenance: no source digest recorded"
+    return None
+
+
+def seeds_problem(result: Result) -> str | None:
+    """Why the seeds are not a counted seed set; None when they are: the protocol's test seeds
+    0-3 below full scale, any test seeds at full; validation seeds never count."""
+    validation = [s for s in result.seeds if s >= VALIDATION_SEEDS_FROM]
+    if validation:
+        return f"validation seeds {format_seeds(validation)} (selection runs) never count"
+    if result.scale in ("quick", "smoke") and sorted(result.seeds) != list(PROTOCOL_SEEDS):
+        if len(result.seeds) < MIN_SEEDS_REPRODUCED:
+            return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
+        return (
+            f"seeds {format_seeds(result.seeds)}: a {result.scale} verdict counts over the "
+            f"protocol's seeds {format_seeds(list(PROTOCOL_SEEDS))} only"
+        )
+    return None
+
+
 def load_result(out_dir: str | Path) -> Result:
     """``Result`` from ``out_dir/results.json``; ``ValueError`` with a one-line reason."""
     path = Path(out_dir) / "results.json"
     try:
         d = json.loads(path.read_text())
     except FileNotFoundError:
+        if Path(out_dir).is_file():
+            raise ValueError(
+                f"{out_dir} is a file, not a run directory (one holding results.json)"
+            ) from None
         raise ValueError(f"{path} not found") from None
+    except NotADirectoryError:
+        raise ValueError(
+            f"{out_dir} is a file, not a run directory (one holding results.json)"
+        ) from None
+    except OSError as err:
+        raise ValueError(f"{path} cannot be read: {err.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path} is not valid JSON: {err}") from None
     if not isinstance(d, dict):

@@ -1,0 +1,190 @@
+"""Judging runs against what this paperzoo declares: the run layer's side of ``counts``.
+
+``paperzoo.verdict.counts`` decides whether a run counts from what it is given; this module
+gives it what the code declares (``declare``: each paper's claims and config at a scale, from
+``EXPERIMENTS``), finds the runs a folder holds (``run_dirs``), and records the decision where
+a reader meets it (``record_decision``: results.json and report.md, rewritten by ``make
+summary`` for every committed run whenever the decision changes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from paperzoo.experiments.base import EXPERIMENTS, RAN_BEFORE, RunContext
+from paperzoo.experiments.overrides import config_to_dict
+from paperzoo.verdict import Count, Declared, DeclaredClaim, Result, counts, is_validation_run
+from paperzoo.verdict.counting import Twin
+
+__all__ = [
+    "VALIDATION_FOLDER",
+    "declare",
+    "judge",
+    "judge_runs",
+    "record_decision",
+    "record_decisions",
+    "run_dirs",
+    "with_decision",
+]
+
+# Runs over validation seeds live in this sub-folder of a folder of runs (results/validation/).
+VALIDATION_FOLDER = "validation"
+
+
+def declare(paper: str, scale: str, part: str | None) -> Declared:
+    """What the code declares for ``paper`` at ``scale`` (and ``part``): its claims with their
+    targets at that scale, and its config as results.json records one.
+
+    Raises:
+        LookupError: a paper this paperzoo does not declare.
+        ValueError: a scale or part the paper does not declare (one line).
+    """
+    if paper not in EXPERIMENTS:
+        raise LookupError(paper)
+    exp = EXPERIMENTS.create(paper)
+    specs = exp.claims_at(RunContext(scale=scale, part=part))
+    cfg = exp.config(scale)
+    claims = tuple(
+        DeclaredClaim(
+            s.id, s.statement, s.paper, s.kind, s.target_at(scale), s.unverified, s.quoted
+        )
+        for s in specs
+    )
+    return Declared(claims=claims, config=config_to_dict(cfg), ran_before=_ran_before(cfg))
+
+
+def _ran_before(cfg: Any) -> dict[str, Any]:
+    """The ``added_later`` fields of a config (nested configs as nested dicts): field -> the
+    value runs made before the field existed ran with."""
+    if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
+        return {}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        if RAN_BEFORE in f.metadata:
+            out[f.name] = config_to_dict(f.metadata[RAN_BEFORE])
+        elif nested := _ran_before(getattr(cfg, f.name)):
+            out[f.name] = nested
+    return out
+
+
+def judge(
+    result: Result,
+    run_dir: str | Path | None = None,
+    *,
+    twins: Sequence[Twin] = (),
+    validation: Sequence[Twin] = (),
+) -> Count:
+    """``paperzoo.verdict.counts`` against what this paperzoo declares (``declare``)."""
+    return counts(result, declare=declare, run_dir=run_dir, twins=twins, validation=validation)
+
+
+def judge_runs(results: Sequence[Result], dirs: Sequence[str | Path | None]) -> list[Count]:
+    """The decision for each of ``results`` (in ``dirs``), taken together as ``paperzoo
+    summary`` takes them: a quick run is confirmed by the quick runs of its paper beside it (at
+    another thread count), and every run's findings are checked against the runs of its paper
+    over validation seeds (knife edges)."""
+    pairs = list(zip(results, dirs, strict=True))
+    quick = [(r, d) for r, d in pairs if r.scale == "quick" and not is_validation_run(r)]
+    checks = [(r, d) for r, d in pairs if is_validation_run(r)]
+    out = []
+    for r, d in pairs:
+        twins = [] if is_validation_run(r) else [q for q in quick if q[0].paper == r.paper]
+        validation = [] if is_validation_run(r) else [v for v in checks if v[0].paper == r.paper]
+        out.append(judge(r, d, twins=twins, validation=validation))
+    return out
+
+
+def record_decisions(dirs: Sequence[str | Path], *, write: bool = True) -> list[Path]:
+    """Record in results.json and report.md of every run in ``dirs`` (and of the seed runs each
+    aggregate lists) the decision ``judge_runs`` takes for it among them; the files that
+    changed (``write=False``: that would change, nothing written)."""
+    from paperzoo.verdict import load_result
+
+    results = [load_result(d) for d in dirs]
+    runs: list[tuple[Path, Count]] = []
+    for r, d, count in zip(results, dirs, judge_runs(results, dirs), strict=True):
+        runs.append((Path(d), count))
+        for sd in r.seed_dirs:
+            runs.append((Path(d) / sd, judge(load_result(Path(d) / sd), Path(d) / sd)))
+    changed: list[Path] = []
+    for d, count in runs:
+        changed += record_decision(d, count, write=write)
+    return changed
+
+
+def run_dirs(paths: Sequence[str | Path]) -> list[Path]:
+    """The run directories that ``paths`` name: a directory holding results.json is a run; a
+    directory without one is a folder of runs, read as the sub-directories that hold one and
+    those of its ``validation/`` folder (runs over validation seeds), in name order.
+
+    Raises:
+        ValueError: a path that does not exist, is not a directory, or holds no run (one line
+            naming it).
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise ValueError(f"{p}: no such directory")
+        if not p.is_dir():
+            raise ValueError(f"{p} is a file, not a run directory (one holding results.json)")
+        if (p / "results.json").is_file():
+            out.append(p)
+            continue
+        found = _runs_in(p) + _runs_in(p / VALIDATION_FOLDER)
+        if not found:
+            raise ValueError(f"{p} holds no results.json and no run directories")
+        out += found
+    return out
+
+
+def _runs_in(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return [d for d in sorted(folder.iterdir()) if (d / "results.json").is_file()]
+
+
+def with_decision(raw: dict[str, Any], count: Count) -> dict[str, Any]:
+    """``raw`` (a results.json as read) with the decision keys replaced by ``count``'s
+    (``Count.record``) where ``Result.to_dict`` puts them, and its marks recorded; every other
+    key and value as it was."""
+    from paperzoo.verdict.result import DECISION_KEYS
+
+    decision = count.record()
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in DECISION_KEYS or k == "marks":
+            continue
+        if k == "findings_holding":
+            out.update(decision)
+        out[k] = v
+        if k == ("shards" if "shards" in raw else "shard") and count.result.marks:
+            out["marks"] = list(count.result.marks)
+    if "findings_holding" not in raw:
+        out.update(decision)
+    return out
+
+
+def record_decision(run_dir: str | Path, count: Count, *, write: bool = True) -> list[Path]:
+    """Record ``count`` (the decision for the run in ``run_dir``) in its results.json and
+    report.md, leaving every measurement as it is; the files that changed (``write=False``:
+    that would change, nothing written)."""
+    from paperzoo.report import render_markdown
+    from paperzoo.utils.io import atomic_write_text
+
+    d = Path(run_dir)
+    raw = json.loads((d / "results.json").read_text(encoding="utf-8"))
+    texts = {
+        d / "results.json": json.dumps(with_decision(raw, count), indent=2) + "\n",
+        d / "report.md": render_markdown(count),
+    }
+    changed = []
+    for path, text in texts.items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            if write:
+                atomic_write_text(path, text)
+            changed.append(path)
+    return changed
