@@ -132,9 +132,8 @@ def test_input_axis_without_a_grid_takes_any_length_and_any_size() -> None:
 
 def test_masked_positions_do_not_change_the_output() -> None:
     with seeded(0):
-        model = Perceiver(input_channels=3, num_classes=5, num_latents=8, latent_dim=32,
-                          input_axis=1, **{k: v for k, v in SMALL.items() if "latent" not in k})
-    model.eval()
+        kw = SMALL | {"num_latents": 8, "latent_dim": 32}
+        model = Perceiver(input_channels=3, num_classes=5, input_axis=1, **kw).eval()
     g = torch.Generator().manual_seed(0)
     x = torch.rand(2, 9, 3, generator=g)
     mask = torch.ones(2, 9, dtype=torch.bool)
