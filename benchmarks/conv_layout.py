@@ -99,7 +99,7 @@ from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.trainer import _to_device
 from paperzoo.experiments import EXPERIMENTS
 from paperzoo.experiments.coordconv.training import _accumulating_step
-from paperzoo.experiments.wrm import MNIST_CLIP, make_trainer_attack, mnist_net
+from paperzoo.experiments.wrm import MNIST_CLIP, make_trainer_attack
 from paperzoo.models.coordconv import (
     ConvRegressor,
     CoordConvPainter,
@@ -109,6 +109,7 @@ from paperzoo.models.coordconv import (
 from paperzoo.models.resnet import CifarResNet
 from paperzoo.models.small import SmallCNN
 from paperzoo.models.vae import VAE, VAEConfig, make_optimizers, train_step
+from paperzoo.models.wrm import WRMNet
 from paperzoo.utils import count_macs
 
 TOL = 1e-3  # agreement tolerance (relative to each tensor's largest magnitude), fixed in advance
@@ -311,7 +312,7 @@ def _wrm(method: str, scale: str) -> Callable[[int | None], Workload]:
             clip=MNIST_CLIP,
         )  # fmt: skip
         with seeded(SEED):
-            model = mnist_net(cfg.mnist_width)
+            model = WRMNet(width=cfg.mnist_width)
         opt = make_optimizer(model, "adam", cfg.mnist_lr)
         attack_steps = {"erm": 0, "fgm": 1}.get(method, cfg.adv_steps)
         return _classifier(model, data, opt, adversarial_loss_fn(factory), 3 + 2 * attack_steps)

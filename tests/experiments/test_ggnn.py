@@ -711,6 +711,31 @@ def test_outcome_gives_solved_runs_beside_the_mean(tmp_path: Path) -> None:
     assert "the authors' own" not in " ".join(quick.notes)
 
 
+def test_measured_takes_the_leads_over_the_baselines_and_marks_missing_tasks() -> None:
+    """The measurements alone (``_measured``): a task's mean, the LSTM and the GG-NN's lead over
+    it, the full-scale gaps over each baseline, NaN for a declared task that did not run."""
+    from paperzoo.experiments.ggnn.experiment import _measured
+
+    summary = {"babi15": {"test_acc_mean": 1.0}, "babi4": {"test_acc_mean": 0.75}}
+    base = {"lstm": {"babi15": [0.5, 0.7]}, "rnn": {"babi4": [0.25, 0.25]}}
+    gap = _gap_claim_id("babi4", "rnn")
+    declared = {
+        "babi.task15.lstm.test_acc", "babi.task16.lstm.test_acc", f"{_CLAIM_ID['babi16']}.test_acc",
+        gap, _gap_claim_id("babi18", "rnn"),
+    }  # fmt: skip
+    m = _measured(declared, summary, base)
+    assert m[f"{_CLAIM_ID['babi15']}.test_acc"] == 1.0
+    assert m["babi.task15.lstm.test_acc"] == pytest.approx(0.6)
+    assert m["babi.task15.ggnn_minus_lstm.test_acc"] == pytest.approx(0.4)
+    assert m[gap] == 0.5  # full scale: the GG-NN's lead over the RNN
+    for missing in (  # declared, not run: not measured
+        f"{_CLAIM_ID['babi16']}.test_acc", "babi.task16.lstm.test_acc",
+        "babi.task16.ggnn_minus_lstm.test_acc", _gap_claim_id("babi18", "rnn"),
+    ):  # fmt: skip
+        assert np.isnan(m[missing]), missing
+    assert "babi.task19.lstm.test_acc" not in m  # not declared (--part models)
+
+
 def _mt19937(seed: int):
     """The reference MT19937 (Matsumoto and Nishimura's init_genrand / genrand_int32), in
     plain Python: Torch7's generator (THRandom.c)."""

@@ -23,11 +23,10 @@ from paperzoo.experiments.wrm import (
     boundary_radius,
     fig1_findings,
     make_trainer_attack,
-    mnist_net,
     pgm_errors,
     spheres_net,
 )
-from paperzoo.models.small import WRMNet
+from paperzoo.models.wrm import WRMNet
 from paperzoo.utils import count_params
 
 
@@ -85,7 +84,7 @@ def test_mnist_adversaries_are_unconstrained_like_wrm() -> None:
     # matched to WRM's unclipped transport distance means the same thing for each.
     assert MNIST_CLIP is None
     assert inspect.signature(pgm_errors).parameters["clip"].default is MNIST_CLIP  # the attacks
-    net = mnist_net(4)
+    net = WRMNet(width=4)
     x, y = torch.rand(6, 1, 28, 28).round(), torch.randint(0, 10, (6,))  # pixels at 0 and 1
     for method in ("fgm", "ifgm", "pgm", "wrm"):
         attack = make_trainer_attack(method, eps=3.0, gamma=0.05, steps=3, clip=MNIST_CLIP)(net)
@@ -94,8 +93,6 @@ def test_mnist_adversaries_are_unconstrained_like_wrm() -> None:
 
 
 def test_models_and_training_adversaries() -> None:
-    assert count_params(mnist_net(64)) == count_params(WRMNet())
-    assert mnist_net(16)(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
     assert count_params(spheres_net()) == 2 * 4 + 4 + 4 * 2 + 2 + 2 * 2 + 2
     assert make_trainer_attack("erm", eps=1.0, gamma=1.0, steps=3, clip=None) is None
     net = spheres_net()

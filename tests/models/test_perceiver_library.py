@@ -107,6 +107,45 @@ def test_input_axis_sequences_and_mask_removes_padding() -> None:
         sets(padded, mask=mask[:, :5])
 
 
+def test_input_axis_without_a_grid_takes_any_length_and_any_size() -> None:
+    """perceiver-pytorch's call: naming input_axis without index_dims gives a model without a
+    grid, whose positions come from each input's own shape."""
+    with seeded(0):
+        seq = Perceiver(input_channels=3, num_classes=5, num_latents=8, latent_dim=32,
+                        input_axis=1).eval()  # fmt: skip
+    assert seq.config.index_dims is None and seq.config.num_axes == 1
+    for n in (5, 17):
+        x = torch.rand(2, n, 3)
+        pos = fourier_features(linear_positions((n,)), num_bands=seq.config.num_bands,
+                               max_resolution=(n,))  # fmt: skip
+        assert torch.equal(seq(x), seq(x, pos=pos))  # its own length's positions
+    with seeded(0):
+        img = Perceiver(input_channels=3, num_classes=5, input_axis=2, **SMALL).eval()
+    assert img.config.index_dims is None
+    assert img(torch.rand(2, 8, 8, 3)).shape == img(torch.rand(2, 12, 10, 3)).shape == (2, 5)
+    # a config's band choice (max_resolution) stays when it has input_axis axes
+    assert Perceiver(config=MNIST_SMALL, input_axis=2).config.max_resolution == (14.0, 14.0)
+    assert Perceiver(config=MNIST_SMALL, input_axis=1).config.max_resolution is None
+    with pytest.raises(ValueError, match=r"has 2 axes, not input_axis=1: give index_dims=None"):
+        PerceiverConfig(input_axis=1)
+
+
+def test_masked_positions_do_not_change_the_output() -> None:
+    with seeded(0):
+        kw = SMALL | {"num_latents": 8, "latent_dim": 32}
+        model = Perceiver(input_channels=3, num_classes=5, input_axis=1, **kw).eval()
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(2, 9, 3, generator=g)
+    mask = torch.ones(2, 9, dtype=torch.bool)
+    mask[0, 6:] = False
+    mask[1, 2] = False
+    changed = x.clone()
+    changed[~mask] = torch.randn(int((~mask).sum()), 3, generator=g) * 100
+    out = model(x, mask=mask)
+    assert torch.equal(out, model(changed, mask=mask))
+    assert not torch.allclose(model(x), model(changed), atol=1e-3)  # unmasked, they count
+
+
 def test_attention_weights_with_mask_are_zero_on_padding() -> None:
     with seeded(0):
         att = Attention(q_dim=8, kv_dim=6, num_heads=2)

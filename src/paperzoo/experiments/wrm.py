@@ -22,7 +22,7 @@ inactive); PGM = l2 PGD with step 2.5 eps / steps, no random start.
 Choices and deviations (``full`` keeps the paper's settings where it gives them; docs/wrm.md
 has the protocol, the measurements behind each choice and the committed runs):
 * Quick MNIST: the 5,000 embedded digits (4,000 / 1,000), a narrower copy of the paper's CNN
-  (``mnist_width`` first-layer channels; the paper's net is ``width=64`` = ``WRMNet``), 9 epochs
+  (``WRMNet`` with ``mnist_width`` first-layer channels; the paper's net is ``width=64``), 9 epochs
   (the robust nets are still rising at 5 on validation digits; 9, not 10, for the CPU budget)
   and fewer inner steps for IFGM/PGM/WRM training (``adv_steps``); the attacks use 15 steps.
 * MNIST inputs are unconstrained for every method, with no [0, 1] box (``MNIST_CLIP``).
@@ -85,7 +85,8 @@ from paperzoo.experiments.base import (
 )
 from paperzoo.metrics import on_device
 from paperzoo.metrics.classification import predict
-from paperzoo.models.small import MLP, WRMNet, activation
+from paperzoo.models.small import MLP
+from paperzoo.models.wrm import WRMNet
 
 log = logging.getLogger(__name__)
 
@@ -205,27 +206,6 @@ CLAIMS = (
         scales=("full",),
     ),
 )
-
-
-class _WRMCNN(nn.Sequential):
-    """The paper's MNIST CNN at a given width (``width=64`` has ``WRMNet``'s layers exactly)."""
-
-    def __init__(self, *, width: int, act: str = "elu") -> None:
-        super().__init__(
-            nn.Conv2d(1, width, 8, stride=2, padding=3),  # 28 -> 14
-            activation(act),
-            nn.Conv2d(width, 2 * width, 6, stride=2),  # 14 -> 5
-            activation(act),
-            nn.Conv2d(2 * width, 2 * width, 5, stride=1),  # 5 -> 1
-            activation(act),
-            nn.Flatten(),
-            nn.Linear(2 * width, 10),
-        )
-
-
-def mnist_net(width: int) -> nn.Module:
-    """``WRMNet`` (ELU) at the paper's width 64, a same-layout narrower copy otherwise."""
-    return WRMNet(act="elu") if width == 64 else _WRMCNN(width=width)
 
 
 def spheres_net() -> MLP:
@@ -653,7 +633,7 @@ class WRMExperiment(Experiment):
         wrm_report: dict[str, float] = {}
         for method in ("wrm", "erm", "fgm", "ifgm", "pgm"):  # WRM first: it sets eps
             with seeded(ctx.seed):
-                model = mnist_net(cfg.mnist_width)
+                model = WRMNet(width=cfg.mnist_width)
             factory = make_trainer_attack(
                 method, eps=eps, gamma=gamma, steps=cfg.adv_steps, clip=MNIST_CLIP
             )
@@ -775,7 +755,7 @@ def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str
     the PGM attacks."""
     from paperzoo.cost import Piece, step
 
-    sph, mn = spheres_net(), mnist_net(cfg.mnist_width)
+    sph, mn = spheres_net(), WRMNet(width=cfg.mnist_width)
     f_sph = step(sph, (cfg.spheres_batch, 2))
     f_mn = step(mn, (cfg.mnist_batch, 1, 28, 28))
     inner = {"wrm": cfg.wrm_steps, "fgm": 1, "erm": 0}

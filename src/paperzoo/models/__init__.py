@@ -11,6 +11,7 @@ model in ``MODELS`` (``create_model("resnet20")``, ``list_models()``).
   ``VAEConfig``, ``WReN``.
 * CoordConv (Liu et al., 2018): ``CoordConvPainter``, ``CoordConvRegressor`` and their
   convolution-only baselines ``DeconvPainter``, ``ConvRegressor``.
+* Distributional robustness (WRM, Sinha et al., 2018): ``WRMNet``, the MNIST CNN.
 """
 
 import paperzoo.models as _pkg
@@ -27,6 +28,7 @@ from paperzoo.models.registry import MODELS, create_model, list_models
 from paperzoo.models.resnet import CifarResNet, ResNet, load_torchvision_state_dict
 from paperzoo.models.vae import VAE, VAEConfig, VAEOutput
 from paperzoo.models.wren import WReN
+from paperzoo.models.wrm import WRMNet
 from paperzoo.utils.modules import import_submodules
 
 import_submodules(_pkg)
@@ -49,6 +51,7 @@ __all__ = [
     "ResNet",
     "VAEConfig",
     "VAEOutput",
+    "WRMNet",
     "WReN",
     "create_model",
     "list_models",

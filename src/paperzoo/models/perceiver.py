@@ -26,7 +26,10 @@ cross-attention.
 
 Build from a config (``Perceiver(config=IMAGENET)``) or from its fields as keywords
 (``Perceiver(input_channels=3, num_classes=10, num_latents=64, ...)``; the other fields keep the
-``PerceiverConfig`` defaults, the ImageNet model's).
+``PerceiverConfig`` defaults, the ImageNet model's). As in perceiver-pytorch, naming
+``input_axis`` without ``index_dims`` builds a model without a grid: every input
+(B, *input_axis axes, C) gets the positions of its own shape, so one model takes sequences of any
+length (``input_axis=1``) or images of any size (``input_axis=2``).
 
 Image wrappers: ``PerceiverOnImages`` (image batches as pixel sets, optionally under a fixed
 permutation that moves the position features with the pixels), ``PerceiverWithPositions`` (a
@@ -99,7 +102,10 @@ class PerceiverConfig:
             for name in ("index_dims", "max_resolution"):
                 value = getattr(self, name)
                 if value is not None and len(value) != self.input_axis:
-                    raise ValueError(f"{name} {value} has not input_axis={self.input_axis} axes")
+                    raise ValueError(
+                        f"{name} {value} has {len(value)} axes, not input_axis="
+                        f"{self.input_axis}: give {name}=None for inputs of any size"
+                    )
         elif self.position == "fourier" and self.index_dims is None and self.max_resolution is None:
             raise ValueError(
                 "Fourier positions of a set need max_resolution (one mu per axis) or input_axis"
@@ -131,6 +137,10 @@ class Perceiver(nn.Module):
         config: the architecture (see ``PerceiverConfig``); default ``PerceiverConfig()``.
         **fields: ``PerceiverConfig`` fields as keywords, overriding ``config``'s, e.g.
             ``Perceiver(input_channels=3, num_classes=10, index_dims=(32, 32), num_latents=64)``.
+            ``input_axis`` named without ``index_dims`` drops the config's grid (positions come
+            from each input's own shape) and its ``max_resolution`` when that has another
+            number of axes, e.g. ``Perceiver(input_channels=3, num_classes=5, input_axis=1)``
+            for sequences of any length.
 
     Shapes:
         x: (B, M, C) or (B, *axes, C) -> logits (B, num_classes); Fourier positions are those of
@@ -142,11 +152,17 @@ class Perceiver(nn.Module):
 
     def __init__(self, *, config: PerceiverConfig | None = None, **fields: Any) -> None:
         super().__init__()
-        if "index_dims" in fields and fields["index_dims"] is not None:
-            fields["index_dims"] = tuple(fields["index_dims"])
-        if "max_resolution" in fields and fields["max_resolution"] is not None:
-            fields["max_resolution"] = tuple(fields["max_resolution"])
-        cfg = self.config = replace(config or PerceiverConfig(), **fields)
+        base = config or PerceiverConfig()
+        for name in ("index_dims", "max_resolution"):
+            if fields.get(name) is not None:
+                fields[name] = tuple(fields[name])
+        axes = fields.get("input_axis")
+        if axes is not None:  # no grid named: positions from each input's shape
+            fields.setdefault("index_dims", None)
+            res = base.max_resolution
+            if "max_resolution" not in fields and res is not None and len(res) != axes:
+                fields["max_resolution"] = None
+        cfg = self.config = replace(base, **fields)
         self._pos_cache: dict[tuple[tuple[int, ...], torch.device], Tensor] = {}
         self.fourier: FourierPositionEncoding | None = None
         self.pos_embedding: nn.Parameter | None = None

@@ -2,8 +2,6 @@
 
 * ``MLP``: fully connected net, e.g. Path-SGD's 2 x 4000 ReLU network.
 * ``SmallCNN``: two conv + pool stages and a hidden FC layer, for MNIST-sized images.
-* ``WRMNet``: the ELU CNN of Sinha et al. (conv64 8x8/2, conv128 6x6/2, conv128 5x5/1, dense 10),
-  smooth as WRM's certificate requires.
 """
 
 from __future__ import annotations
@@ -119,33 +117,6 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x))
 
 
-class WRMNet(nn.Module):
-    """The MNIST network of Sinha et al. (2018): 8x8/2 conv64, 6x6/2 conv128, 5x5/1 conv128, dense.
-
-    With 28x28 inputs and 'same'-free convolutions (padding 3 on the first layer, as in the
-    official TensorFlow code's SAME padding) the spatial size goes 28 -> 14 -> 5 -> 1.
-
-    Shapes:
-        x: (B, in_chans, 28, 28) -> (B, num_classes)
-    """
-
-    def __init__(self, *, in_chans: int = 1, num_classes: int = 10, act: str = "elu") -> None:
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Conv2d(in_chans, 64, 8, stride=2, padding=3),  # 28 -> 14
-            activation(act),
-            nn.Conv2d(64, 128, 6, stride=2),  # 14 -> 5
-            activation(act),
-            nn.Conv2d(128, 128, 5, stride=1),  # 5 -> 1
-            activation(act),
-            nn.Flatten(),
-            nn.Linear(128, num_classes),
-        )
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.net(x)
-
-
 @MODELS.register("mlp")
 def mlp(**kw: object) -> MLP:
     return MLP(**kw)  # type: ignore[arg-type]
@@ -154,8 +125,3 @@ def mlp(**kw: object) -> MLP:
 @MODELS.register("small_cnn")
 def small_cnn(**kw: object) -> SmallCNN:
     return SmallCNN(**kw)  # type: ignore[arg-type]
-
-
-@MODELS.register("wrm_cnn")
-def wrm_cnn(**kw: object) -> WRMNet:
-    return WRMNet(**kw)  # type: ignore[arg-type]

@@ -1,8 +1,9 @@
 """Layers, each usable on its own tensors.
 
-* Gated graph neural networks (Li et al., 2016): ``GatedGraphPropagation`` (GRU propagation over
-  typed edges given as ``edge_index``), ``GatedReadout`` (the gated graph-level readout), with
-  ``global_add_pool``, ``to_dense_batch`` and ``reverse_edges`` for PyG-style batches.
+* Gated graph neural networks (Li et al., 2016), ``paperzoo.nn.graph`` with one module per layer:
+  ``GatedGraphPropagation`` (GRU propagation over typed edges given as ``edge_index``),
+  ``GatedReadout`` (the gated graph-level readout), with ``global_add_pool``, ``to_dense_batch``
+  and ``reverse_edges`` for PyG-style batches.
 * CoordConv (Liu et al., 2018): ``AddCoords`` and ``CoordConv2d``.
 * Perceiver (Jaegle et al., 2021): ``FourierPositionEncoding``, ``CrossAttentionBlock``,
   ``SelfAttentionBlock``, ``LatentTransformer``, ``Attention``, ``FeedForward``.

@@ -461,58 +461,12 @@ def _outcome(
         cell: {t: list(v["per_fold"]) for t, v in per_task.items()}
         for cell, per_task in baselines.items()
     }
-
-    def mean(v: list[float]) -> float:
-        return float(np.mean(v))
-
-    def solved(v: list[float]) -> int:
-        return sum(a >= SOLVED for a in v)
-
-    measured: dict[str, float] = {}
-    summary: dict[str, Any] = {}
-    for name, runs in ggnn.items():
-        accs = [r["test_acc"] for r in runs]
-        first = [r["first_attempt_test_acc"] for r in runs]
-        measured[f"{_CLAIM_ID[name]}.test_acc"] = mean(accs)
-        summary[name] = {
-            "model": "GGS-NN" if babi.task_spec(name).kind.endswith("_seq") else "GG-NN",
-            "n_train": task_setting(name, cfg).n_train,
-            "test_acc_mean": mean(accs),
-            "test_acc_std": float(np.std(accs)),
-            "folds": [r["fold"] for r in runs],
-            "test_acc_per_fold": accs,
-            "first_attempt_test_acc_mean": mean(first),
-            "first_attempt_test_acc_per_fold": first,
-            # Runs (folds) that solve the task: test accuracy >= SOLVED; a stalled run
-            # scores far below it (task 16: 0.53-0.73), so the mean hides how many stall.
-            "solved_threshold": SOLVED,
-            "solved": solved(accs),
-            "solve_rate": solved(accs) / len(accs),
-            "first_attempt_solved": solved(first),
-            "runs": runs,
-        }
-    lstm = base.get("lstm", {})
-    for name in ALL_TASKS:  # a task left out by --set tasks=[...]: not measured
-        if name not in ggnn and f"{_CLAIM_ID[name]}.test_acc" in declared:
-            measured[f"{_CLAIM_ID[name]}.test_acc"] = float("nan")
-    for task_name in CLAIM_BASELINE_TASKS:
-        n = task_name.removeprefix("babi")
-        if f"babi.task{n}.lstm.test_acc" not in declared:  # --part models
-            continue
-        lstm_acc = mean(lstm[task_name]) if task_name in lstm else float("nan")
-        measured[f"babi.task{n}.lstm.test_acc"] = lstm_acc
-        gg = measured.get(f"{_CLAIM_ID[task_name]}.test_acc", float("nan"))
-        measured[f"babi.task{n}.ggnn_minus_lstm.test_acc"] = gg - lstm_acc
-    for task_name, cell in FULL_GAPS:  # declared at full only
-        if _gap_claim_id(task_name, cell) not in declared:
-            continue
-        b = base.get(cell, {}).get(task_name)
-        gg = measured.get(f"{_CLAIM_ID[task_name]}.test_acc", float("nan"))
-        measured[_gap_claim_id(task_name, cell)] = gg - mean(b) if b else float("nan")
+    summary = {name: _task_summary(name, cfg, runs) for name, runs in ggnn.items()}
+    measured = _measured(declared, summary, base)
     baselines = {
         cell: {
             t: {
-                "test_acc_mean": mean(v),
+                "test_acc_mean": _mean(v),
                 "test_acc_std": float(np.std(v)),
                 "per_fold": v,
                 "folds": baselines[cell][t]["folds"],
@@ -521,13 +475,100 @@ def _outcome(
         }
         for cell, per_task in base.items()
     }
+    notes = _task_notes(ggnn, summary, official) + _protocol_notes(cfg, ctx, ggnn)
+    notes += _baseline_notes(cfg, baselines)
+    source = "the official symbolic files" if official else "paperzoo's bAbI generator"
+    notes.append(f"Data: {source}; a question counts only if its whole output is right.")
+    figures = [_plot(summary, baselines, ctx)]
+    return Outcome(
+        measured=measured,
+        data=data,
+        figures=figures,
+        notes=notes,
+        details={
+            "ggnn": summary,
+            "baselines": baselines,
+            "cpu_seconds": cpu,
+            "official": official,
+        },
+    )
+
+
+def _mean(v: list[float]) -> float:
+    return float(np.mean(v))
+
+
+def _solved(v: list[float]) -> int:
+    """Runs (folds) that solve the task: test accuracy >= ``SOLVED``."""
+    return sum(a >= SOLVED for a in v)
+
+
+def _task_summary(name: str, cfg: Config, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The GG-NN's (or GGS-NN's) results on task ``name`` over its folds' ``runs``."""
+    accs = [r["test_acc"] for r in runs]
+    first = [r["first_attempt_test_acc"] for r in runs]
+    return {
+        "model": "GGS-NN" if babi.task_spec(name).kind.endswith("_seq") else "GG-NN",
+        "n_train": task_setting(name, cfg).n_train,
+        "test_acc_mean": _mean(accs),
+        "test_acc_std": float(np.std(accs)),
+        "folds": [r["fold"] for r in runs],
+        "test_acc_per_fold": accs,
+        "first_attempt_test_acc_mean": _mean(first),
+        "first_attempt_test_acc_per_fold": first,
+        # Runs (folds) that solve the task: test accuracy >= SOLVED; a stalled run
+        # scores far below it (task 16: 0.53-0.73), so the mean hides how many stall.
+        "solved_threshold": SOLVED,
+        "solved": _solved(accs),
+        "solve_rate": _solved(accs) / len(accs),
+        "first_attempt_solved": _solved(first),
+        "runs": runs,
+    }
+
+
+def _measured(
+    declared: set[str], summary: dict[str, dict[str, Any]], base: dict[str, dict[str, list[float]]]
+) -> dict[str, float]:
+    """The claims' measurements: each task's mean test accuracy (NaN for a declared task that did
+    not run), the LSTM's and the GG-NN's lead over it, and at full scale the GG-NN's lead over
+    each baseline of ``FULL_GAPS`` (``base``: per cell and task, the baseline's per-fold
+    accuracies)."""
+    measured: dict[str, float] = {}
+    for name, s in summary.items():
+        measured[f"{_CLAIM_ID[name]}.test_acc"] = s["test_acc_mean"]
+    lstm = base.get("lstm", {})
+    for name in ALL_TASKS:  # a task left out by --set tasks=[...]: not measured
+        if name not in summary and f"{_CLAIM_ID[name]}.test_acc" in declared:
+            measured[f"{_CLAIM_ID[name]}.test_acc"] = float("nan")
+    for task_name in CLAIM_BASELINE_TASKS:
+        n = task_name.removeprefix("babi")
+        if f"babi.task{n}.lstm.test_acc" not in declared:  # --part models
+            continue
+        lstm_acc = _mean(lstm[task_name]) if task_name in lstm else float("nan")
+        measured[f"babi.task{n}.lstm.test_acc"] = lstm_acc
+        gg = measured.get(f"{_CLAIM_ID[task_name]}.test_acc", float("nan"))
+        measured[f"babi.task{n}.ggnn_minus_lstm.test_acc"] = gg - lstm_acc
+    for task_name, cell in FULL_GAPS:  # declared at full only
+        if _gap_claim_id(task_name, cell) not in declared:
+            continue
+        b = base.get(cell, {}).get(task_name)
+        gg = measured.get(f"{_CLAIM_ID[task_name]}.test_acc", float("nan"))
+        measured[_gap_claim_id(task_name, cell)] = gg - _mean(b) if b else float("nan")
+    return measured
+
+
+def _task_notes(
+    ggnn: dict[str, list[dict[str, Any]]], summary: dict[str, dict[str, Any]], official: bool
+) -> list[str]:
+    """One line per task: mean ± std over the folds, the solved folds, the first runs alone
+    and the training runs each fold needed."""
 
     def over(n: int, fold_ids: list[int]) -> str:
         if official:
             return f"{n} official fold{'s' * (n != 1)} ({', '.join(map(str, fold_ids))})"
         return f"{n} generated fold{'s' * (n != 1)}"
 
-    notes = [
+    return [
         f"{summary[t]['model']} on {t}: {summary[t]['test_acc_mean']:.3f} "
         f"± {summary[t]['test_acc_std']:.3f} (mean ± std over "
         f"{over(len(ggnn[t]), summary[t]['folds'])}, "
@@ -539,6 +580,14 @@ def _outcome(
         f"{', '.join(_runs_per_fold(r) for r in ggnn[t])}"
         for t in ggnn
     ]
+
+
+def _protocol_notes(
+    cfg: Config, ctx: RunContext, ggnn: dict[str, list[dict[str, Any]]]
+) -> list[str]:
+    """How the runs were trained and selected: restarts, seeds, checkpoints, the split, a
+    training variant and every per-task setting that differs from the authors'."""
+    notes = []
     if cfg.restarts > 1:
         notes.append(
             f"Runs whose best validation accuracy stayed below 100% were repeated from a new "
@@ -589,7 +638,7 @@ def _outcome(
         )
     for t, s in cfg.overrides.items():
         if t in ggnn and s != OFFICIAL[t]:
-            changed = ", ".join(
+            differs = ", ".join(
                 f"{f.name} {getattr(s, f.name)} instead of the authors' "
                 f"{getattr(OFFICIAL[t], f.name)}"
                 for f in dataclasses.fields(s)
@@ -601,8 +650,13 @@ def _outcome(
                 if s == DEVIATIONS.get(t)
                 else f"the {ctx.scale} scale's setting"
             )
-            notes.append(f"{t}: {changed} ({why}).")
-    notes += [
+            notes.append(f"{t}: {differs} ({why}).")
+    return notes
+
+
+def _baseline_notes(cfg: Config, baselines: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per baseline cell and task: its training set, updates and mean ± std."""
+    return [
         f"{cell.upper()} on {t} ({_baseline_train(cfg, t)} training graphs, "
         f"{_baseline_updates(cfg, t, cell)} updates; the authors': "
         f"{BASELINE[t].updates(cell)}): {v['test_acc_mean']:.3f} ± {v['test_acc_std']:.3f} "
@@ -610,21 +664,6 @@ def _outcome(
         for cell, per_task in baselines.items()
         for t, v in per_task.items()
     ]
-    source = "the official symbolic files" if official else "paperzoo's bAbI generator"
-    notes.append(f"Data: {source}; a question counts only if its whole output is right.")
-    figures = [_plot(summary, baselines, ctx)]
-    return Outcome(
-        measured=measured,
-        data=data,
-        figures=figures,
-        notes=notes,
-        details={
-            "ggnn": summary,
-            "baselines": baselines,
-            "cpu_seconds": cpu,
-            "official": official,
-        },
-    )
 
 
 def _plot(summary: dict[str, Any], baselines: dict[str, Any], ctx: RunContext) -> str:

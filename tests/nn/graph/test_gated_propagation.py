@@ -1,35 +1,26 @@
-"""Gated graph propagation: hand-computed values, a dense reference, direction, batching."""
+"""GatedGraphPropagation: hand-computed values, a dense reference, direction, batching, gradients
+of gradients, bad inputs."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 import torch
 from torch import Tensor
+from torch.func import functional_call
 
 from paperzoo.engine import seeded
-from paperzoo.nn.graph import (
-    GatedGraphPropagation,
-    GatedReadout,
-    StackedGatedPropagation,
-    global_add_pool,
-    reverse_edges,
-    to_dense_batch,
-)
+from paperzoo.models.ggnn import GatedGraphNet
+from paperzoo.nn.graph import GatedGraphPropagation, reverse_edges
+
+RandomGraph = Callable[..., tuple[Tensor, Tensor, Tensor]]  # the random_graph fixture
+EDGES = torch.tensor([[0, 1, 2, 3, 1], [1, 2, 0, 0, 3]])
 
 
 def _sig(v: float) -> float:
     return 1.0 / (1.0 + math.exp(-v))
-
-
-def _random_graph(
-    g: torch.Generator, n: int, e: int, k: int, a: int
-) -> tuple[Tensor, Tensor, Tensor]:
-    x = torch.rand(n, a, generator=g)
-    edge_index = torch.randint(n, (2, e), generator=g)
-    edge_type = torch.randint(k, (e,), generator=g)
-    return x, edge_index, edge_type
 
 
 def _dense_reference(
@@ -88,12 +79,12 @@ def test_hand_computed_three_node_example() -> None:
 
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("k", [1, 3])  # one type: weights folded into the GRU input; else not
-def test_matches_dense_per_type_reference(tie: bool, k: int) -> None:
+def test_matches_dense_per_type_reference(tie: bool, k: int, random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(0)
     prop = GatedGraphPropagation(
         state_dim=5, annotation_dim=2, num_edge_types=k, num_steps=4, tie_directions=tie
     )
-    x, ei, et = _random_graph(g, 7, 15, k, 2)  # includes self-loops/duplicates by chance
+    x, ei, et = random_graph(g, 7, 15, k, 2)  # includes self-loops/duplicates by chance
     ei = torch.cat([ei, ei[:, :2]], dim=1)  # force duplicate edges (counted twice)
     et = torch.cat([et, et[:2]])
     ref = _dense_reference(prop, x, ei, et, steps=4)
@@ -102,13 +93,15 @@ def test_matches_dense_per_type_reference(tie: bool, k: int) -> None:
 
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("k", [1, 3])  # both orders of messages and sums (see the module doc)
-def test_hand_written_backward_matches_autograd_of_the_dense_reference(tie: bool, k: int) -> None:
+def test_hand_written_backward_matches_autograd_of_the_dense_reference(
+    tie: bool, k: int, random_graph: RandomGraph
+) -> None:
     g = torch.Generator().manual_seed(6)
     prop = GatedGraphPropagation(
         state_dim=5, annotation_dim=2, num_edge_types=k, num_steps=3, tie_directions=tie
     ).double()
     assert prop.transform_first == (k == 3)
-    x, ei, et = _random_graph(g, 7, 15, k, 2)
+    x, ei, et = random_graph(g, 7, 15, k, 2)
     ei, et = torch.cat([ei, ei[:, :2]], dim=1), torch.cat([et, et[:2]])  # duplicate edges
     x = x.double()
     weights = torch.randn(7, 5, generator=g, dtype=torch.float64)  # a loss that mixes outputs
@@ -123,32 +116,15 @@ def test_hand_written_backward_matches_autograd_of_the_dense_reference(tie: bool
         assert torch.allclose(ours, ref, atol=1e-10), name
 
 
-def test_plan_holds_no_weights_and_is_reusable_after_an_update() -> None:
+def test_plan_holds_no_weights_and_is_reusable_after_an_update(random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(7)
     prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
-    x, ei, et = _random_graph(g, 6, 10, 2, 2)
+    x, ei, et = random_graph(g, 6, 10, 2, 2)
     plan = prop.plan(ei, et, 6)
     with torch.no_grad():
         for p in prop.parameters():
             p.add_(0.1)
     assert torch.equal(prop(x, ei, et, plan=plan), prop(x, ei, et))
-
-
-@pytest.mark.parametrize("index_dtype", [torch.long, torch.int32])
-def test_sparse_matrix_counts_every_pair_and_orders_its_rows(index_dtype) -> None:
-    from paperzoo.nn.graph import _csr
-
-    g = torch.Generator().manual_seed(3)
-    rows, cols = torch.randint(5, (40,), generator=g), torch.randint(7, (40,), generator=g)
-    adj = _csr(rows.to(index_dtype), cols.to(index_dtype), (5, 7), torch.float64)
-    dense = torch.zeros(5, 7, dtype=torch.float64).index_put_(
-        (rows, cols), torch.ones(40, dtype=torch.float64), True
-    )
-    assert torch.equal(adj.to_dense(), dense)  # duplicate pairs counted, not dropped
-    assert adj.crow_indices().dtype == torch.int32
-    crow, col = adj.crow_indices(), adj.col_indices()
-    for r in range(5):  # columns ascending within each row, no pair twice
-        assert bool((col[crow[r] + 1 : crow[r + 1]] > col[crow[r] : crow[r + 1] - 1]).all())
 
 
 def test_graph_without_edges_matches_the_reference() -> None:
@@ -158,9 +134,9 @@ def test_graph_without_edges_matches_the_reference() -> None:
     assert torch.allclose(prop(x, ei, et), _dense_reference(prop, x, ei, et, 2), atol=1e-6)
 
 
-def test_direction_matters_unless_tied() -> None:
+def test_direction_matters_unless_tied(random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(1)
-    x, ei, et = _random_graph(g, 8, 12, 2, 3)
+    x, ei, et = random_graph(g, 8, 12, 2, 3)
     untied = GatedGraphPropagation(state_dim=6, annotation_dim=3, num_edge_types=2)
     assert not torch.allclose(untied(x, ei, et), untied(x, reverse_edges(ei), et), atol=1e-4)
     tied = GatedGraphPropagation(
@@ -169,17 +145,17 @@ def test_direction_matters_unless_tied() -> None:
     assert torch.allclose(tied(x, ei, et), tied(x, reverse_edges(ei), et), atol=1e-6)
 
 
-def test_edge_types_matter() -> None:
+def test_edge_types_matter(random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(2)
-    x, ei, et = _random_graph(g, 6, 10, 2, 2)
+    x, ei, et = random_graph(g, 6, 10, 2, 2)
     prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
     assert not torch.allclose(prop(x, ei, et), prop(x, ei, 1 - et), atol=1e-4)
 
 
-def test_batching_equals_one_by_one() -> None:
+def test_batching_equals_one_by_one(random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(3)
     prop = GatedGraphPropagation(state_dim=5, annotation_dim=2, num_edge_types=3, num_steps=5)
-    graphs = [_random_graph(g, n, e, 3, 2) for n, e in ((3, 4), (7, 15), (1, 0), (5, 9))]
+    graphs = [random_graph(g, n, e, 3, 2) for n, e in ((3, 4), (7, 15), (1, 0), (5, 9))]
     offset, xs, eis, ets = 0, [], [], []
     for x, ei, et in graphs:
         xs.append(x)
@@ -191,9 +167,9 @@ def test_batching_equals_one_by_one() -> None:
     assert torch.allclose(batched, single, atol=1e-6)
 
 
-def test_node_permutation_equivariance() -> None:
+def test_node_permutation_equivariance(random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(4)
-    x, ei, et = _random_graph(g, 9, 20, 2, 2)
+    x, ei, et = random_graph(g, 9, 20, 2, 2)
     prop = GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2)
     perm = torch.randperm(9, generator=g)  # new id of old node i is inv[i]
     inv = torch.argsort(perm)
@@ -208,9 +184,9 @@ def test_annotations_are_zero_padded_and_zero_steps_is_identity() -> None:
     assert out.tolist() == [[1.0, 2.0, 0.0, 0.0], [3.0, 4.0, 0.0, 0.0]]
 
 
-def test_gradients_reach_every_parameter() -> None:
+def test_gradients_reach_every_parameter(random_graph: RandomGraph) -> None:
     g = torch.Generator().manual_seed(5)
-    x, ei, et = _random_graph(g, 6, 12, 2, 2)
+    x, ei, et = random_graph(g, 6, 12, 2, 2)
     for tie in (False, True):
         prop = GatedGraphPropagation(
             state_dim=4, annotation_dim=2, num_edge_types=2, tie_directions=tie
@@ -250,100 +226,64 @@ def test_rejects_bad_inputs() -> None:
         prop(x, ei, et, plan=prop.plan(*no_edges, 4))
 
 
-def test_pooling_helpers() -> None:
-    batch = torch.tensor([0, 0, 1, 2, 2, 2])
-    v = torch.arange(6.0)
-    assert global_add_pool(v, batch, 3).tolist() == [1.0, 2.0, 12.0]
-    dense, mask = to_dense_batch(v, batch, 3, fill=-1.0)
-    assert dense.tolist() == [[0.0, 1.0, -1.0], [2.0, -1.0, -1.0], [3.0, 4.0, 5.0]]
-    assert mask.sum(1).tolist() == [2, 1, 3]
-
-
-def test_gated_readout_is_a_sum_over_nodes() -> None:
+def _prop(k: int, tie: bool = False, state_dim: int = 4) -> GatedGraphPropagation:
     with seeded(0):
-        readout = GatedReadout(in_dim=3, out_dim=2)
-    hx = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
-    batch = torch.tensor([0, 0, 0, 1, 1])
-    out = readout(hx, batch, 2)
-    # Eq. 7 by hand for graph 1; permuting its nodes does not change h_G.
-    act = readout.lin(hx[3:])
-    expected = torch.tanh((torch.sigmoid(act[:, :2]) * torch.tanh(act[:, 2:])).sum(0))
-    assert torch.allclose(out[1], expected, atol=1e-6)
-    swapped = readout(hx[[0, 1, 2, 4, 3]], batch, 2)
-    assert torch.allclose(out, swapped, atol=1e-6)
+        return GatedGraphPropagation(
+            state_dim=state_dim, annotation_dim=2, num_edge_types=k, num_steps=2,
+            tie_directions=tie,
+        ).double()  # fmt: skip
 
 
-def _stacked_case(
-    tie: bool, k: int, dtype: torch.dtype = torch.float64
-) -> tuple[
-    list[GatedGraphPropagation], StackedGatedPropagation, list[tuple[Tensor, Tensor, Tensor]]
-]:
-    """Three separately seeded modules, stacked, and a graph of 6 nodes each (other edges)."""
-    mods = []
-    for i in range(3):
-        with seeded(i):
-            mods.append(
-                GatedGraphPropagation(
-                    state_dim=5, annotation_dim=2, num_edge_types=k, tie_directions=tie
-                ).to(dtype)
-            )
-    g = torch.Generator().manual_seed(7)
-    graphs = [_random_graph(g, 6, e, k, 2) for e in (9, 0, 14)]  # one without edges
-    return mods, StackedGatedPropagation(modules=mods), [(x.to(dtype), i, t) for x, i, t in graphs]
+@pytest.mark.parametrize(("k", "tie"), [(1, False), (3, False), (2, True)])
+def test_gradcheck_and_gradgradcheck_through_inputs_and_weights(k: int, tie: bool) -> None:
+    """Both layouts (sums first: k=1; messages first: k=3, tied) in float64."""
+    m = _prop(k, tie, state_dim=3)
+    assert m.transform_first == (k > 1)  # both orders of the message weights are covered
+    et = torch.tensor([0, k - 1, 0, k - 1, 0])
+    names = [n for n, _ in m.named_parameters()]
+    params = tuple(p.detach().clone().requires_grad_() for p in m.parameters())
+    x = torch.randn(4, 2, dtype=torch.double, generator=torch.Generator().manual_seed(0))
+    x.requires_grad_()
+
+    def f(x: torch.Tensor, *ps: torch.Tensor) -> torch.Tensor:
+        return functional_call(m, dict(zip(names, ps, strict=True)), (x, EDGES, et))
+
+    assert torch.autograd.gradcheck(f, (x, *params))
+    assert torch.autograd.gradgradcheck(f, (x, *params))
 
 
-@pytest.mark.parametrize("tie", [False, True])
-@pytest.mark.parametrize("k", [1, 3])  # both orders of messages and sums
-def test_stacked_propagation_computes_what_each_module_computes_alone(tie: bool, k: int) -> None:
-    """K modules stacked, the graphs laid out as one block per model: model i's states and the
-    gradients of its slice of every weight (the hand-written batched backward pass) are those
-    of module i alone on its own graph."""
-    mods, stacked, graphs = _stacked_case(tie, k)
-    n = 6
-    ei = torch.cat([e + i * n for i, (_, e, _) in enumerate(graphs)], 1)  # the union, (2, E)
-    et = torch.cat([t for _, _, t in graphs])
-    out = stacked(torch.stack([x for x, _, _ in graphs]), stacked.plan(ei, et, 3 * n))
-    assert out.shape == (3, n, 5)
-    w = torch.randn(3, n, 5, generator=torch.Generator().manual_seed(8), dtype=out.dtype)
-    (out * w).sum().backward()
-    for i, (m, (x, e, t)) in enumerate(zip(mods, graphs, strict=True)):
-        alone = m(x, e, t)
-        torch.testing.assert_close(out[i], alone, rtol=0, atol=1e-12)
-        (alone * w[i]).sum().backward()
-        pairs = {
-            "weight": (m.weight, stacked.weight),
-            "bias": (m.bias, stacked.bias),
-            "lin_a.weight": (m.lin_a.weight, stacked.lin_a_weight),
-            "lin_a.bias": (m.lin_a.bias, stacked.lin_a_bias),
-            "lin_h_zr.weight": (m.lin_h_zr.weight, stacked.lin_h_zr_weight),
-            "lin_h_c.weight": (m.lin_h_c.weight, stacked.lin_h_c_weight),
-        }
-        for name, (p, q) in pairs.items():
-            assert p.grad is not None and q.grad is not None, name
-            torch.testing.assert_close(q.grad[i], p.grad, rtol=0, atol=1e-10, msg=name)
-    # Unstacking gives back module i's weights.
-    twin = GatedGraphPropagation(
-        state_dim=5, annotation_dim=2, num_edge_types=k, tie_directions=tie
-    ).to(torch.float64)
-    stacked.unstacked(2, twin)
-    for a, b in zip(twin.state_dict().values(), mods[2].state_dict().values(), strict=True):
-        assert torch.equal(a, b)
+def test_gradient_penalty_and_meta_step_run_and_first_order_is_unchanged() -> None:
+    with seeded(0):
+        net = GatedGraphNet(state_dim=6, annotation_dim=2, num_edge_types=2, output="graph",
+                            num_classes=3, num_steps=2)  # fmt: skip
+    et = torch.tensor([0, 1, 0, 1, 0])
+    x = torch.randn(4, 2, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    out = net(x, EDGES, et).logsumexp(1).sum()
+    (gx,) = torch.autograd.grad(out, x, create_graph=True)  # a gradient penalty
+    penalty = gx.pow(2).sum()
+    penalty.backward()
+    assert all(p.grad is not None for p in net.propagation.parameters())
+    # a meta-learning step: differentiate through an inner SGD update of the weights
+    params = dict(net.named_parameters())
+    loss = functional_call(net, params, (x.detach(), EDGES, et)).logsumexp(1).sum()
+    grads = torch.autograd.grad(loss, list(params.values()), create_graph=True)
+    fast = {n: p - 0.1 * g for (n, p), g in zip(params.items(), grads, strict=True)}
+    outer = functional_call(net, fast, (x.detach(), EDGES, et)).logsumexp(1).sum()
+    (meta,) = torch.autograd.grad(outer, [params["propagation.weight"]])
+    assert torch.isfinite(meta).all() and meta.abs().sum() > 0
+    # first-order gradients: the hand-written pass, and the create_graph one, agree
+    net.zero_grad()
+    net(x, EDGES, et).sum().backward()
+    fast_grad = net.propagation.lin_a.weight.grad.clone()
+    (slow,) = torch.autograd.grad(net(x, EDGES, et).sum(), [net.propagation.lin_a.weight],
+                                  create_graph=True)  # fmt: skip
+    assert torch.allclose(fast_grad, slow, atol=1e-5)
 
 
-def test_stacked_propagation_rejects_bad_inputs() -> None:
-    mods, stacked, graphs = _stacked_case(False, 2, torch.float32)
-    no_edges = (torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long))
-    x = torch.zeros(3, 6, 2)
-    with pytest.raises(ValueError, match="18 nodes|3 x 6"):
-        stacked(x, stacked.plan(*no_edges, 12))
-    with pytest.raises(ValueError, match=r"\(K=3, N, 2\)"):
-        stacked(torch.zeros(2, 6, 2), stacked.plan(*no_edges, 12))
-    with pytest.raises(ValueError, match="share sizes"):
-        StackedGatedPropagation(
-            modules=[
-                mods[0],
-                GatedGraphPropagation(state_dim=4, annotation_dim=2, num_edge_types=2),
-            ]
-        )
-    with pytest.raises(ValueError, match="empty"):
-        StackedGatedPropagation(modules=[])
+def test_float_edge_type_is_refused_naming_it() -> None:
+    m = _prop(2)
+    x = torch.randn(4, 2, dtype=torch.double)
+    with pytest.raises(TypeError, match="edge_type"):
+        m(x, EDGES, torch.tensor([0.0, 1.0, 0.0, 1.0, 0.0]))
+    with pytest.raises(TypeError, match="edge_index"):
+        m(x, EDGES.double(), torch.tensor([0, 1, 0, 1, 0]))
