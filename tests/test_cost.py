@@ -252,26 +252,26 @@ def test_cost_sits_above_the_experiments_it_reads():
 
 @pytest.fixture
 def gat_copy():  # noqa: ANN201
-    """experiments/gat.py loaded again as a module registered under the name ``gat-copy``
+    """experiments/gat.py loaded again as a module registered under the name ``gat-twin``
     (removed from the registry and sys.modules afterwards)."""
     import importlib.util
 
     import paperzoo.experiments.gat as gat
 
     source = Path(gat.__file__).read_text()
-    source = source.replace('@EXPERIMENTS.register("gat")', '@EXPERIMENTS.register("gat-copy")')
-    source = source.replace('\n    name = "gat"\n', '\n    name = "gat-copy"\n')
-    name = "paperzoo.experiments._gat_copy"
+    source = source.replace('@EXPERIMENTS.register("gat")', '@EXPERIMENTS.register("gat-twin")')
+    source = source.replace('\n    name = "gat"\n', '\n    name = "gat-twin"\n')
+    name = "paperzoo.experiments._gat_twin"
     spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102
-        assert "gat-copy" in EXPERIMENTS
+        assert "gat-twin" in EXPERIMENTS
         yield module
     finally:
-        EXPERIMENTS._factories.pop("gat-copy", None)
+        EXPERIMENTS._factories.pop("gat-twin", None)
         sys.modules.pop(name, None)
 
 
@@ -296,21 +296,21 @@ def test_a_copied_paper_is_listed_priced_and_in_the_gpu_check(gat_copy):
     from paperzoo.experiments.base import Experiment
 
     papers = {p["name"]: p for p in list_catalogue()["papers"]}
-    copy, gat = papers["gat-copy"]["full_cost"], papers["gat"]["full_cost"]
+    copy, gat = papers["gat-twin"]["full_cost"], papers["gat"]["full_cost"]
     assert copy["stored"] is False and gat["stored"] is True
     for key in ("flop", "kernels_per_step", "gpu_hours", "steps"):
         assert copy[key] == pytest.approx(gat[key], rel=1e-9), key
     assert copy["bound"] == gat["bound"] and copy["basis"] == gat["basis"]
-    assert paper_cost("gat-copy") is not None
+    assert paper_cost("gat-twin") is not None
 
     plan = {name: (limit, torchrun) for name, limit, torchrun, _ in _gpu_check_plan()}
     assert sorted(plan) == EXPERIMENTS.names()
-    assert plan["gat-copy"] == plan["gat"] == (EXPERIMENTS.create("gat").gpu_check.seconds, False)
-    cls = type(EXPERIMENTS.create("gat-copy"))
+    assert plan["gat-twin"] == plan["gat"] == (EXPERIMENTS.create("gat").gpu_check.seconds, False)
+    cls = type(EXPERIMENTS.create("gat-twin"))
     del cls.gpu_check  # a paper that states no limit
     default = Experiment.gpu_check
     plan = {name: limit for name, limit, _, _ in _gpu_check_plan()}
-    assert plan["gat-copy"] == default.seconds == 35
+    assert plan["gat-twin"] == default.seconds == 35
 
 
 def test_a_full_max_steps_run_prints_its_measure_beside_the_price():

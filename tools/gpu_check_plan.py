@@ -32,7 +32,9 @@ def main() -> int:
     try:
         rows = plan()
     except Exception as err:  # noqa: BLE001 (any failure to import the package: one line)
-        sys.stderr.write(f"gpu-check: the papers could not be listed ({type(err).__name__}: {err})\n")
+        sys.stderr.write(
+            f"gpu-check: the papers could not be listed ({type(err).__name__}: {err})\n"
+        )
         return 2
     for name, limit, torchrun, reason in rows:
         sys.stdout.write(f"{name}\t{limit}\t{int(torchrun)}\t{reason}\n")
