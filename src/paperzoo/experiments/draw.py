@@ -219,7 +219,6 @@ def _model_config(cfg: Config, variant: str, channels: int, h: int, w: int) -> D
 class DRAWExperiment(Experiment):
     name = "draw"
     cuda_precision = "tf32"  # the reason: docs/draw.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         6,
         12,
@@ -603,7 +602,7 @@ def _draw_window(
 
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    """The full run's pieces (``paperzoo.utils.work``): each model's training steps and evaluations."""
+    """The full run's pieces (``paperzoo.cost``): each model's training steps and evaluations."""
     from paperzoo.utils.work import Piece, forward, step
 
     pieces = []

@@ -275,7 +275,6 @@ CONFIGS = {
 class GATExperiment(Experiment):
     name = "gat"
     cuda_precision = "fp32"  # the reason: docs/gat.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         9,
         6,
@@ -513,7 +512,7 @@ class GATExperiment(Experiment):
 
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    """The full run's pieces (``paperzoo.utils.work``): each model's training steps and the attacks."""
+    """The full run's pieces (``paperzoo.cost``): each model's training steps and the attacks."""
     from paperzoo.utils.work import Piece, step
 
     net = SmallCNN(

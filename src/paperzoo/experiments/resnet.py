@@ -250,7 +250,6 @@ CONFIGS = {
 class ResNetExperiment(Experiment):
     name = "resnet"
     cuda_precision = "bf16"  # the reason: docs/resnet.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         10,
         15,
@@ -656,7 +655,7 @@ def _jsonable(cfg: Config) -> dict[str, Any]:
 
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    """The full run's pieces (``paperzoo.utils.work``): each net's training steps and evaluations."""
+    """The full run's pieces (``paperzoo.cost``): each net's training steps and evaluations."""
     from paperzoo.utils.work import Piece, forward, step
 
     pieces = []

@@ -428,12 +428,7 @@ CONFIGS = {
 class WRMExperiment(Experiment):
     name = "wrm"
     cuda_precision = "fp32"  # the reason: docs/wrm.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
-    gpu_check = GpuCheck(
-        10,
-        8,
-        "the synthetic spheres and MNIST, 8 models of 2 steps, attacks on 2 evaluation batches",
-    )
+    gpu_check = GpuCheck(10, 8, "spheres and MNIST, 8 models of 2 steps, attacks on 2 eval batches")
     title = "Certifying Some Distributional Robustness with Principled Adversarial Training"
     datasets = ("mnist5k", "mnist")
     paper_data = "mnist"  # Section 4.2's MNIST at full scale; the spheres are generated
@@ -778,7 +773,7 @@ class WRMExperiment(Experiment):
 
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    """The full run's pieces (``paperzoo.utils.work``): each model's (adversarial) training steps and
+    """The full run's pieces (``paperzoo.cost``): each model's (adversarial) training steps and
     the PGM attacks."""
     from paperzoo.utils.work import Piece, step
 

@@ -76,7 +76,6 @@ from paperzoo.utils import count_params
 class CoordConvExperiment(Experiment):
     name = "coordconv"
     cuda_precision = "fp32"  # the reason: docs/coordconv.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(8, 8, "the Not-so-Clevr images rendered, 8 small conv nets of 2 steps")
     title = "An intriguing failing of convolutional neural networks and the CoordConv solution"
     claims = CLAIMS

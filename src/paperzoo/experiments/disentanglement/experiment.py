@@ -137,7 +137,6 @@ def _traversal_figure(records: list[dict[str, Any]], cfg: Config, env: Env) -> F
 class DisentanglementExperiment(Experiment):
     name = "disentanglement"
     cuda_precision = "bf16"  # the reason: docs/disentanglement.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         12,
         25,

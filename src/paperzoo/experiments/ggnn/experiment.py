@@ -95,7 +95,6 @@ def _parse_folds(text: str) -> tuple[int, ...]:
 class GGNNExperiment(Experiment):
     name = "ggnn"
     cuda_precision = "fp32"  # the reason: docs/ggnn.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         9,
         10,

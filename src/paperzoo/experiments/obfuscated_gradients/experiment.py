@@ -55,7 +55,6 @@ from paperzoo.utils.format import format_number
 class ObfuscatedGradientsExperiment(Experiment):
     name = "obfuscated-gradients"
     cuda_precision = "bf16"  # the reason: docs/obfuscated-gradients.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         10,
         35,

@@ -73,7 +73,6 @@ from paperzoo.optim import balanced_init_, path_norm, rescale_units_, unbalanced
 class PathSGDExperiment(Experiment):
     name = "path-sgd"
     cuda_precision = "tf32"  # the reason: docs/path-sgd.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         9, 12, "four data sets (MNIST, CIFAR-10/100, SVHN), 34 small MLPs of 2 steps"
     )

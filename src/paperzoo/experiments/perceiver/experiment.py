@@ -66,7 +66,6 @@ log = logging.getLogger(__name__)
 class PerceiverExperiment(Experiment):
     name = "perceiver"
     cuda_precision = "bf16"  # the reason: docs/perceiver.md, "Precision on CUDA"
-    # make gpu-check: plumbing seconds, GPU seconds of the 2-step full run, what it does
     gpu_check = GpuCheck(
         8,
         45,
