@@ -3,7 +3,7 @@
 # the whole run's time, in one table. Run it on the GPU machine before paying
 # for the full runs:
 #
-#   DATA_ROOT=/data make gpu-check                  # all ten papers, 2 steps each, on CUDA
+#   DATA_ROOT=/data make gpu-check                  # every registered paper, 2 steps each, on CUDA
 #   SYNTH=1 make gpu-check                          # no real data: synthetic files, real layouts
 #   DEVICE=cpu SCALE=smoke SYNTH=1 tools/gpu_check.sh          # the plumbing, on a CPU
 #
