@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
-import warnings
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from torch import nn
 
 from paperzoo.cli import main
 from paperzoo.cost import (
+    BOUNDS,
     KERNEL_SECONDS,
     PEAK_BF16_FLOPS,
     UTILISATION,
@@ -21,29 +23,26 @@ from paperzoo.cost import (
     config_digest,
     full_cost,
     gpu_hours,
+    hook_seconds,
+    host_seconds,
+    paper_cost,
     step,
 )
 from paperzoo.experiments import EXPERIMENTS
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 
 
-def _uncounted() -> list[str]:
-    """Registered papers without a stored count: none of the project's own papers (those with
-    their docs/NAME.md) may be among them; another one (a module just added) is reported."""
-    missing = [n for n in EXPERIMENTS.names() if n not in cached_costs()]
-    documented = [n for n in missing if (DOCS / f"{n}.md").exists()]
-    assert not documented, f"no stored full-run cost for {documented}: run tools/count_costs.py"
-    if missing:
-        warnings.warn(f"no stored full-run cost for {missing} yet", stacklevel=2)
-    return missing
-
-
-def test_every_paper_has_a_stored_cost_counted_at_its_current_config():
-    """tools/count_costs.py must be rerun when a full config or plan changes."""
+def test_the_project_papers_have_stored_costs_counted_at_their_current_config():
+    """tools/count_costs.py must be rerun when a full config or plan changes. The project's own
+    papers (those with their docs/NAME.md) have a stored count; another registered paper (a
+    module just added) is priced by counting it when listed (``paper_cost``)."""
     costs = cached_costs()
     assert set(costs) <= set(EXPERIMENTS.names()), "an entry for a paper that is not registered"
-    _uncounted()
+    own = [n for n in EXPERIMENTS.names() if (DOCS / f"{n}.md").exists()]
+    missing = [n for n in own if n not in costs]
+    assert not missing, f"no stored full-run cost for {missing}: run tools/count_costs.py"
     for name, c in costs.items():
         assert c["flop"] > 0 and c["gpu_hours"] > 0, name
         assert c["config_sha256"] == config_digest(name), (
@@ -54,20 +53,33 @@ def test_every_paper_has_a_stored_cost_counted_at_its_current_config():
 
 def _check_consistent(name: str, c: dict) -> None:
     """The price's fields agree: the FLOP time (the earlier price) and the launch time of every
-    kernel are each no more than the priced hours, which are the sum of the parts'."""
+    kernel are each no more than the priced hours, which are the sum of the parts' and no more
+    than FLOP, host and loader time added up; the bound named is the one most hours rest on."""
     assert c["flop_gpu_hours"] == pytest.approx(gpu_hours(c["flop"])), name
     assert c["kernels_per_step"] > 0 and c["steps"] > 0, name
     launch_hours = c["steps"] * c["kernels_per_step"] * KERNEL_SECONDS / 3600
-    assert c["gpu_hours"] >= c["flop_gpu_hours"] * (1 - 1e-12), name
-    assert c["gpu_hours"] >= launch_hours * (1 - 1e-12), name
-    assert c["gpu_hours"] <= c["flop_gpu_hours"] + launch_hours * (1 + 1e-12), name
-    assert 0 <= c["launch_bound"] <= 1, name
+    host_hours = c["steps"] * c["host_seconds_per_step"] / 3600
+    loader_hours = sum(p["loader_seconds"] for p in c["parts"]) / 3600
+    assert c["gpu_hours"] >= c["before_gpu_hours"] * (1 - 1e-12), name
+    assert c["before_gpu_hours"] >= c["flop_gpu_hours"] * (1 - 1e-12), name
+    assert c["before_gpu_hours"] >= launch_hours * (1 - 1e-12), name
+    assert c["gpu_hours"] >= launch_hours + host_hours * (c["bound"] == "host") - 1e-9, name
+    top = c["flop_gpu_hours"] + launch_hours + host_hours + loader_hours
+    assert c["gpu_hours"] <= top * (1 + 1e-12), name
+    assert set(c["bounds"]) == set(BOUNDS) and sum(c["bounds"].values()) == pytest.approx(1.0)
+    assert c["bound"] == max(BOUNDS, key=lambda b: c["bounds"][b]), name
+    assert c["launch_bound"] == c["bounds"]["launches"], name
     assert sum(p["flop"] for p in c["parts"]) == pytest.approx(c["flop"]), name
     assert sum(p["gpu_hours"] for p in c["parts"]) == pytest.approx(c["gpu_hours"]), name
     assert sum(p["kernels"] for p in c["parts"]) == pytest.approx(
         c["kernels_per_step"] * c["steps"]
     ), name
+    assert sum(p["host_seconds"] for p in c["parts"]) == pytest.approx(
+        c["host_seconds_per_step"] * c["steps"]
+    ), name
+    assert all(p["bound"] in BOUNDS for p in c["parts"]), name
     assert "lower bound" in c["basis"] and f"{KERNEL_SECONDS * 1e6:.0f} us" in c["basis"], name
+    assert c["basis"].startswith("Bound by "), name
 
 
 @pytest.mark.parametrize("name", ["wrm", "gat", "path-sgd"])
@@ -78,7 +90,8 @@ def test_a_recount_gives_the_stored_numbers(name):
     assert now["kernels_per_step"] == pytest.approx(stored["kernels_per_step"], rel=1e-9)
     assert now["gpu_hours"] == pytest.approx(stored["gpu_hours"], rel=1e-9)
     assert now["assumptions"] == stored["assumptions"]
-    assert now["basis"] == stored["basis"]
+    assert now["basis"] == stored["basis"] and now["bound"] == stored["bound"] == "launches"
+    assert now["host_seconds_per_step"] == stored["host_seconds_per_step"] == 0.0  # no hooks
 
 
 def test_gpu_hours_at_the_stated_peak_utilisation_and_launch_time():
@@ -93,15 +106,41 @@ def test_a_training_step_counts_its_kernels_exactly():
     (mm) and the bias gradient (a sum over the batch): 7 kernels (the transposes are views, the
     input needs no gradient). The batch does not change the count; the FLOP scale with it."""
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
-    assert step(net, (5, 4)) == Work(2 * 5 * 4 * 3 * 2, 7)
-    assert step(net, (50, 4)) == Work(2 * 50 * 4 * 3 * 2, 7)
+    assert step(net, (5, 4)) == Work(2 * 5 * 4 * 3 * 2, 7, modules=3)  # Sequential, Linear, ReLU
+    assert step(net, (50, 4)) == Work(2 * 50 * 4 * 3 * 2, 7, modules=3)
 
 
 def test_work_scales_with_repetitions_and_shares_a_batch():
-    w = Work(1000.0, 12.0)
-    assert w * 3 == 3 * w == Work(3000.0, 36.0)  # e.g. 3 micro-batches or attack iterations
-    assert w / 4 == Work(250.0, 3.0)  # one example of a batch of 4
+    w = Work(1000.0, 12.0, modules=8.0, host=2e-3, loader=4e-3)
+    assert w * 3 == 3 * w == Work(3000.0, 36.0, 24.0, 6e-3, 12e-3)  # e.g. 3 micro-batches
+    assert w / 4 == Work(250.0, 3.0, 2.0, 5e-4, 1e-3)  # one example of a batch of 4
     assert Piece("flop only", 1e12, 10).work == Work(1e12, 0.0)
+    assert w.with_host(host=1e-3, loader=1e-3) == Work(1000.0, 12.0, 8.0, 3e-3, 5e-3)
+
+
+def test_a_step_is_priced_at_the_longest_of_flop_host_and_loader_time():
+    """Host work runs in the training process after its launches (added to them); the loader's
+    workers run beside it (the longer counts); the FLOP time beside both."""
+    flop_1ms = PEAK_BF16_FLOPS * UTILISATION * 1e-3
+    assert Work(flop_1ms, 100).seconds == pytest.approx(1e-3)  # 0.5 ms of launches
+    assert Work(flop_1ms, 100).bound == "FLOP"
+    assert Work(0.0, 400).bound == "launches" and Work(0.0, 400).seconds == pytest.approx(2e-3)
+    hosted = Work(flop_1ms, 100, host=1.5e-3)  # 0.5 ms launches + 1.5 ms host work
+    assert hosted.seconds == pytest.approx(2e-3) and hosted.bound == "host"
+    mostly_launches = Work(0.0, 400, host=1e-3)  # 2 ms of launches, then 1 ms of host work
+    assert mostly_launches.seconds == pytest.approx(3e-3)
+    assert mostly_launches.bound == "launches"
+    fed = Work(flop_1ms, 100, host=1e-4, loader=5e-3)
+    assert fed.seconds == pytest.approx(5e-3) and fed.bound == "loader"
+    assert Piece("fed", fed, 3600).hours == pytest.approx(5e-3)
+
+
+def test_host_work_is_timed_on_the_cpu():
+    assert host_seconds(lambda: sum(range(10_000))) > 0
+    with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
+        host_seconds(lambda: None, repeats=0)
+    # a hooked module call costs the host microseconds, not nothing and not milliseconds
+    assert 1e-8 < hook_seconds() < 1e-3
 
 
 def test_a_launch_bound_step_is_priced_by_its_kernels_a_flop_bound_one_by_its_flop():
@@ -111,7 +150,7 @@ def test_a_launch_bound_step_is_priced_by_its_kernels_a_flop_bound_one_by_its_fl
     small = step(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)), (128, 32))
     assert small.kernels == 11
     piece = Piece("small", small, 1000)
-    assert piece.launch_bound
+    assert piece.bound == "launches"
     assert piece.hours == pytest.approx(1000 * 11 * 5e-6 / 3600)
     assert piece.hours > gpu_hours(piece.total) * 100
 
@@ -120,7 +159,7 @@ def test_a_launch_bound_step_is_priced_by_its_kernels_a_flop_bound_one_by_its_fl
     big = step(wide, (16384, 16384))
     assert big.flop == 2 * 2 * 16384**3  # forward and weight gradient; no input gradient
     piece = Piece("big", big, 1000)
-    assert not piece.launch_bound
+    assert piece.bound == "FLOP"
     assert piece.hours == pytest.approx(gpu_hours(piece.total))
 
 
@@ -139,26 +178,139 @@ def test_list_json_prices_every_full_run(capsys):
     assert main(["list", "--json"]) == 0
     papers = json.loads(capsys.readouterr().out)["papers"]
     assert [p["name"] for p in papers] == EXPERIMENTS.names()
-    uncounted = _uncounted()
-    assert [p["name"] for p in papers if p["full_cost"] is None] == uncounted  # reported: null
-    papers = [p for p in papers if p["name"] not in uncounted]
+    stored = cached_costs()
     for p in papers:
         cost = p["full_cost"]
+        assert cost is not None and cost["stored"] is (p["name"] in stored), p["name"]
         assert cost["flop"] > 0 and cost["gpu_hours"] > 0, p["name"]
         assert "989 TFLOP/s" in cost["basis"] and "40%" in cost["basis"]
-        assert cost["current"] is True, p["name"]
         assert p["cuda_precision"] in ("fp32", "tf32", "bf16")
-        _check_consistent(p["name"], {**cost, "parts": cached_costs()[p["name"]]["parts"]})
+        parts = stored[p["name"]]["parts"] if cost["stored"] else full_cost(p["name"])["parts"]
+        _check_consistent(p["name"], {**cost, "parts": parts})
+    papers = [p for p in papers if p["name"] in stored]
     # the Perceiver's ImageNet run is the dearest, in FLOP and in hours; GG-NN's graphs hold the
     # fewest FLOP, but their launches price them far above their FLOP time
     by_flop = sorted(papers, key=lambda p: p["full_cost"]["flop"])
     assert by_flop[-1]["name"] == "perceiver" and by_flop[0]["name"] == "ggnn"
     assert max(papers, key=lambda p: p["full_cost"]["gpu_hours"])["name"] == "perceiver"
     cost = {p["name"]: p["full_cost"] for p in papers}
-    for name in ("ggnn", "draw", "resnet", "path-sgd", "wrm", "disentanglement"):
-        assert cost[name]["launch_bound"] > 0.9, name
+    for name in ("ggnn", "draw", "resnet", "path-sgd", "wrm"):
+        assert cost[name]["bound"] == "launches" and cost[name]["launch_bound"] > 0.9, name
         assert cost[name]["gpu_hours"] > 2 * cost[name]["flop_gpu_hours"], name
-    assert cost["perceiver"]["launch_bound"] < 0.1
+    assert cost["perceiver"]["bound"] == "FLOP"
+
+
+def test_list_json_prices_include_host_time_with_its_basis(capsys):
+    """The WReN steps draw their puzzles on the CPU: the study is bound by host work, priced
+    well above FLOP and launches alone; the Perceiver study's ResNet-50 baselines wait for the
+    loader's JPEG decoding; the bf16 papers pay the precision hooks per module call."""
+    assert main(["list", "--json"]) == 0
+    cost = {p["name"]: p["full_cost"] for p in json.loads(capsys.readouterr().out)["papers"]}
+    study = cost["disentanglement"]
+    assert study["bound"] == "host" and study["basis"].startswith("Bound by its host work")
+    assert study["host_seconds_per_step"] > 0
+    assert study["gpu_hours"] > 1.5 * study["before_gpu_hours"]
+    parts = {p["what"]: p for p in cached_costs()["perceiver"]["parts"]}
+    assert parts["resnet50_raster training"]["bound"] == "loader"
+    assert parts["perceiver_raster training"]["bound"] == "FLOP"
+    assert cost["perceiver"]["bounds"]["loader"] > 0.05
+    assert cost["perceiver"]["gpu_hours"] > cost["perceiver"]["before_gpu_hours"]
+    for name, c in cost.items():
+        bf16 = EXPERIMENTS.create(name).cuda_precision == "bf16"
+        assert (c["hook_seconds"] > 0) is bf16, name
+        if bf16:
+            assert (
+                c["host_seconds_per_step"] > 0
+                and f"{c['hook_seconds'] * 1e6:.1f} us" in (c["basis"])
+            ), name
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def test_cost_sits_above_the_experiments_it_reads():
+    """No experiment and not the registry imports paperzoo.cost (or the catalogue above it):
+    their cost counters build on paperzoo.utils.work, which imports no experiment."""
+    src = ROOT / "src" / "paperzoo"
+    below = [*sorted((src / "experiments").rglob("*.py")), src / "registry.py"]
+    below += [src / "utils" / "work.py", src / "utils" / "flops.py"]
+    for path in below:
+        up = {n for n in _imports(path) if n.startswith(("paperzoo.cost", "paperzoo.catalogue"))}
+        assert not up, f"{path.relative_to(src)} imports {sorted(up)}"
+    assert not any(
+        n.startswith("paperzoo.experiments") for n in _imports(src / "utils" / "work.py")
+    )
+
+
+@pytest.fixture
+def gat_copy():  # noqa: ANN201
+    """experiments/gat.py loaded again as a module registered under the name ``gat-twin``
+    (removed from the registry and sys.modules afterwards)."""
+    import importlib.util
+
+    import paperzoo.experiments.gat as gat
+
+    source = Path(gat.__file__).read_text()
+    source = source.replace('@EXPERIMENTS.register("gat")', '@EXPERIMENTS.register("gat-twin")')
+    source = source.replace('\n    name = "gat"\n', '\n    name = "gat-twin"\n')
+    name = "paperzoo.experiments._gat_twin"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102
+        assert "gat-twin" in EXPERIMENTS
+        yield module
+    finally:
+        EXPERIMENTS._factories.pop("gat-twin", None)
+        sys.modules.pop(name, None)
+
+
+def _gpu_check_plan() -> list[tuple[str, int, bool, str]]:
+    """tools/gpu_check_plan.py's rows, made in this process."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gpu_check_plan", ROOT / "tools" / "gpu_check_plan.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.plan()
+
+
+def test_a_copied_paper_is_listed_priced_and_in_the_gpu_check(gat_copy):
+    """A paper made by copying GAT's module under a new name: listed, priced by counting it (no
+    stored entry; the same work as GAT's), and in gpu-check's list with the limit it states; a
+    paper that states none gets the default limit."""
+    from paperzoo.catalogue import list_catalogue
+    from paperzoo.experiments.base import Experiment
+
+    papers = {p["name"]: p for p in list_catalogue()["papers"]}
+    copy, gat = papers["gat-twin"]["full_cost"], papers["gat"]["full_cost"]
+    assert copy["stored"] is False and gat["stored"] is True
+    for key in ("flop", "kernels_per_step", "gpu_hours", "steps"):
+        assert copy[key] == pytest.approx(gat[key], rel=1e-9), key
+    assert copy["bound"] == gat["bound"] and copy["basis"] == gat["basis"]
+    assert paper_cost("gat-twin") is not None
+
+    plan = {name: (limit, torchrun) for name, limit, torchrun, _ in _gpu_check_plan()}
+    assert sorted(plan) == EXPERIMENTS.names()
+    assert plan["gat-twin"] == plan["gat"] == (EXPERIMENTS.create("gat").gpu_check.seconds, False)
+    cls = type(EXPERIMENTS.create("gat-twin"))
+    del cls.gpu_check  # a paper that states no limit
+    default = Experiment.gpu_check
+    plan = {name: limit for name, limit, _, _ in _gpu_check_plan()}
+    assert plan["gat-twin"] == default.seconds == 35
 
 
 def test_a_full_max_steps_run_prints_its_measure_beside_the_price():

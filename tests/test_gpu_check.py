@@ -20,7 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "gpu_check.sh"
-LIMITS = ROOT / "tools" / "gpu_check_budgets.tsv"
+OFFLINE = ROOT / "tools" / "gpu_check_offline.sh"
+BUDGET = 360  # the check's BUDGET on CUDA: 6 minutes on one GPU, a rerun inside 15
+SYNTH_S = 50  # the allowance for writing the synthetic data (kept for a rerun)
 
 _FAKE_PAPERZOO = """#!/usr/bin/env bash
 # stand-in: exits with $FAKE_RC; with 0 it writes --out/results.json as a --max-steps run does
@@ -53,6 +55,23 @@ def _bin(tmp_path: Path) -> Path:
     for f in b.iterdir():
         f.chmod(0o755)
     return b
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tools/gpu_check_plan.py's output, made once for the module's checks (PLAN)."""
+    path = tmp_path_factory.mktemp("plan") / "plan.tsv"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gpu_check_plan.py")],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    path.write_text(proc.stdout)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _plan(plan_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLAN", str(plan_file))
 
 
 def _check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -142,9 +161,10 @@ def test_a_spent_budget_fails_the_papers_not_started(tmp_path: Path) -> None:
 
 
 def _limits() -> dict[str, int]:
-    """paper -> its limit on CUDA, plumbing_s + gpu_s from tools/gpu_check_budgets.tsv."""
-    rows = [ln.split("\t") for ln in LIMITS.read_text().splitlines() if not ln.startswith("#")]
-    return {r[0]: int(r[1]) + int(r[2]) for r in rows if r[0]}
+    """paper -> its limit on CUDA (``Experiment.gpu_check``), as tools/gpu_check_plan.py lists
+    it for the script."""
+    rows = [ln.split("\t") for ln in Path(os.environ["PLAN"]).read_text().splitlines()]
+    return {r[0]: int(r[1]) for r in rows}
 
 
 def test_each_paper_has_its_own_stated_limit_on_cuda(tmp_path: Path) -> None:
@@ -163,23 +183,41 @@ def test_each_paper_has_its_own_stated_limit_on_cuda(tmp_path: Path) -> None:
         tmp_path / "override", DEVICE="cuda", FAKE_GPUS="1", PAPERS="coordconv", TIMEOUT="77"
     )
     assert "coordconv (single, up to 77s)" in proc.stdout
-    # a paper the table does not know does not start on CUDA
+    # a paper that is not registered does not start
     (tmp_path / "unknown").mkdir()
     proc = _check(tmp_path / "unknown", DEVICE="cuda", FAKE_GPUS="1", PAPERS="coordconv nosuch")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (
-        "gpu-check: nosuch has no time limit in tools/gpu_check_budgets.tsv (add its row, or set "
-        "TIMEOUT)"
-    )
+    assert proc.stderr.strip() == "gpu-check: unknown paper 'nosuch' (paperzoo list names them)"
 
 
 def test_the_limits_cover_every_paper_and_fit_the_budget() -> None:
+    """Every registered paper has a limit (its own, or the default); with the synthetic data
+    they fit the 6-minute BUDGET, and the ten papers' leave room for one more at the default."""
     from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.base import Experiment
 
     limits = _limits()
     assert sorted(limits) == sorted(EXPERIMENTS.names())
     assert all(v > 0 for v in limits.values())
-    assert sum(limits.values()) <= 480  # the check's BUDGET on CUDA: 8 minutes on one GPU
+    assert sum(limits.values()) + SYNTH_S <= BUDGET
+    own = sum(v for k, v in limits.items() if (ROOT / "docs" / f"{k}.md").exists())
+    assert own + Experiment.gpu_check.seconds + SYNTH_S <= BUDGET
+    assert f"BUDGET=${{BUDGET:-{BUDGET}}}" in SCRIPT.read_text()
+
+
+def test_every_registered_paper_runs_by_default_and_the_data_parallel_ones_under_torchrun(
+    tmp_path: Path,
+) -> None:
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.runner import get_experiment
+
+    proc = _check(tmp_path, NPROC="1", PLAN="")  # the plan made by the script itself
+    ran = [ln.split()[1] for ln in proc.stdout.splitlines() if " exit 0 after " in ln]
+    assert sorted(ran) == EXPERIMENTS.names()
+    launched = (tmp_path / "torchrun").read_text().splitlines()
+    ddp = sorted(n for n in EXPERIMENTS.names() if get_experiment(n).gpu_check.torchrun)
+    assert ddp == ["disentanglement", "perceiver", "resnet"]
+    assert sorted(ln.split(" reproduce ")[1].split()[0] for ln in launched) == ddp
 
 
 @pytest.mark.parametrize(
@@ -305,3 +343,38 @@ def test_the_offline_check_runs_paperzoo_with_the_machines_python3(tmp_path: Pat
     assert f"torch {__import__('torch').__version__}" in log and "all 2 papers ran" in log
     assert (tmp_path / "check" / "wrm" / "results.json").is_file()
     assert not (tmp_path / "a remote runner's folder").exists()
+
+
+def test_the_offline_check_names_a_missing_module_before_writing_any_data(tmp_path: Path) -> None:
+    """A module the package imports that the machine lacks stops the check with one line naming
+    it (exit 2), before the synthetic data or any run is written."""
+    path = tmp_path / "path"
+    path.mkdir()
+    (path / "python3").write_text(_FAKE_PYTHON3.format(python=sys.executable))
+    (path / "python3").chmod(0o755)
+    absent = tmp_path / "absent" / "safetensors"  # shadows the installed package
+    absent.mkdir(parents=True)
+    (absent / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'safetensors'\", name='safetensors')\n"
+    )
+    pythonpath = os.pathsep.join([str(tmp_path / "absent"), os.environ.get("PYTHONPATH", "")])
+    env = {
+        **os.environ,
+        "PATH": f"{path}:{os.environ['PATH']}",
+        "PYTHONPATH": pythonpath.rstrip(os.pathsep),
+        "DEVICE": "cpu",
+        "SCALE": "smoke",
+        "SYNTH": "1",
+        "PAPERS": "coordconv",
+        "REPORT": str(tmp_path / "report"),
+        "CHECK_OUT": str(tmp_path / "check"),
+    }
+    proc = subprocess.run(
+        ["bash", str(OFFLINE)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
+        "gpu-check-offline: missing module(s) the reproductions import: safetensors "
+    )
+    assert not (tmp_path / "check").exists()  # no synthetic data, no run
+    assert "safetensors: ModuleNotFoundError" in (tmp_path / "report" / "gpu-check.txt").read_text()

@@ -3,7 +3,7 @@
 # the whole run's time, in one table. Run it on the GPU machine before paying
 # for the full runs:
 #
-#   DATA_ROOT=/data make gpu-check                  # all ten papers, 2 steps each, on CUDA
+#   DATA_ROOT=/data make gpu-check                  # every registered paper, 2 steps each, on CUDA
 #   SYNTH=1 make gpu-check                          # no real data: synthetic files, real layouts
 #   DEVICE=cpu SCALE=smoke SYNTH=1 tools/gpu_check.sh          # the plumbing, on a CPU
 #
@@ -12,8 +12,9 @@
 #       STEPS --device DEVICE`, a fresh --out per paper (an estimate needs every loop to run
 #       here; a loop loaded from an earlier run is not timed). Of 2 steps the second is timed
 #       (the first pays for warm-up).
-#   PAPERS [all ten, the costliest full runs first]: the papers to run, in this order (the
-#       costliest first, so that the budget is spent on them first). Every paper listed must run:
+#   PAPERS [every registered paper, the costliest full run first]: the papers to run, in this
+#       order (tools/gpu_check_plan.py lists them from the registry, by their stored price, so
+#       that the budget is spent on the costliest first). Every paper listed must run:
 #       one that exits non-zero (also exit 2, e.g. its data missing under DATA_ROOT), times out,
 #       finds no time left, exits 0 without results.json or without a time estimate, or whose
 #       results.json records a divergence (a loss that became NaN) is a FAILURE. Leave a paper
@@ -23,33 +24,39 @@
 #       MNIST, CIFAR-10/100, SVHN, the ILSVRC2012 folders, the dSprites archive, the bAbI folds)
 #       under OUT/data when DATA_ROOT is unset, and kept there for the next check. Times are
 #       rough: ImageNet is 2 + 1 small JPEGs per class (cheaper to decode than the real ones).
-#   DDP_PAPERS [resnet perceiver disentanglement]: the papers trained data-parallel (ResNet's
-#       batch split over GPUs, the Perceiver's ImageNet training, the disentanglement study's
-#       grid over ranks). They always run under `python -m torch.distributed.run --standalone
-#       --nproc_per_node=NPROC`, also with one GPU (NPROC=1), so that their NCCL collectives run.
+#   DDP_PAPERS [the papers whose gpu_check says torchrun: ResNet's batch split over GPUs, the
+#       Perceiver's ImageNet training, the disentanglement study's grid over ranks]: the papers
+#       trained data-parallel. They always run under `python -m torch.distributed.run
+#       --standalone --nproc_per_node=NPROC`, also with one GPU (NPROC=1), so that their NCCL
+#       collectives run.
 #   NPROC [torch.cuda.device_count() on CUDA, which honours CUDA_VISIBLE_DEVICES; 1 on CPU]
 #   TIMEOUT [each paper's own limit on CUDA, 900 s on CPU]: the most one paper may take; when
-#       set, every paper gets it (an override of the table below).
-#   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
+#       set, every paper gets it.
+#   BUDGET [360 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
 #       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
-#       does not start and fails. On one GPU the check must end within 8 minutes.
+#       does not start and fails. On one GPU the check ends within 6 minutes, so that a rerun
+#       fits in a 15-minute lease.
+#   PLAN [none]: a file holding tools/gpu_check_plan.py's output, read instead of running it
+#       (the papers and their limits, for checks run many times in a row).
 #   OUT [runs/gpu-check]  THREADS [1 on CPU, torch's default on CUDA]
 #   BIN [.venv/bin]: where python and paperzoo live.
 # Exit status: 0 when every paper listed ran, 1 otherwise (2: the check could not start).
 #
-# Each paper's limit on CUDA is stated in tools/gpu_check_budgets.tsv (a paper without a row
-# there does not start on CUDA unless TIMEOUT is set), as the sum of two figures:
-#   plumbing_s, measured: the wall seconds of that paper's run in this script's CPU plumbing
-#       mode (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`,
-#       the "wall s" column), once, on a 2-core host busy with other jobs: the start-up, imports,
-#       run directory, report and torchrun launch a GPU run pays too, inflated by that load.
+# Each paper's limit on CUDA is its `gpu_check` (paperzoo.experiments.base.GpuCheck; a paper that
+# states none gets the default), the sum of two figures:
+#   plumbing_s: the start-up, imports, run directory, report and torchrun launch a GPU run pays
+#       too: half the paper's wall seconds in this script's CPU plumbing mode
+#       (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`),
+#       measured once on a 2-core host whose both cores ran other jobs (a GPU host's idle cores
+#       start the same work in about half that).
 #   gpu_s, stated (not measured; no GPU run of the check yet): what the full config's 2-step run
-#       adds on one H200: CUDA start, reading the full data, building the full models, 2 steps of
+#       adds on one GPU: CUDA start, reading the full data, building the full models, 2 steps of
 #       each loop (the first with cuDNN's algorithm search) and the evaluation cut to 2 batches;
-#       the table gives each paper's reason.
-# The ten limits add up to 415 s, leaving 65 s of the 480-s BUDGET for the synthetic data. The
-# summary prints each paper's limit beside its wall time: a paper near its limit is the place to
-# measure again (rewrite plumbing_s with this script's CPU wall time, gpu_s with the GPU's).
+#       its `reason` says what.
+# The ten papers' limits add up to 267 s, leaving 93 s of the 360-s BUDGET for the synthetic
+# data (kept under OUT/data for a rerun) and one more paper at the default limit. The summary
+# prints each paper's limit beside its wall time: a paper near its limit is the place to measure
+# again (set plumbing_s from this script's CPU wall time, gpu_s from the GPU's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 check_start=$(date +%s)
@@ -57,21 +64,26 @@ check_start=$(date +%s)
 DEVICE=${DEVICE:-cuda}
 SCALE=${SCALE:-full}
 STEPS=${STEPS:-2}
-PAPERS=${PAPERS:-perceiver disentanglement obfuscated-gradients draw resnet path-sgd gat wrm ggnn coordconv}
-DDP_PAPERS=${DDP_PAPERS:-resnet perceiver disentanglement}
 OUT=${OUT:-runs/gpu-check}
 BIN=${BIN:-.venv/bin}
-LIMITS=tools/gpu_check_budgets.tsv
 SYNTH=${SYNTH:-0}
 DATA_ROOT=${DATA_ROOT:-}
 if [[ $DEVICE == cuda* ]]; then
-  TIMEOUT=${TIMEOUT:-}  # empty: each paper's own limit (LIMITS)
-  BUDGET=${BUDGET:-480}
+  TIMEOUT=${TIMEOUT:-}  # empty: each paper's own limit (its gpu_check)
+  BUDGET=${BUDGET:-360}
 else
   TIMEOUT=${TIMEOUT:-900}
   BUDGET=${BUDGET:-0}
 fi
 [[ -x $BIN/paperzoo ]] || { echo "gpu-check: $BIN/paperzoo not found (make install)" >&2; exit 2; }
+# every registered paper: name, limit on CUDA, torchrun (1/0), reason (tools/gpu_check_plan.py)
+if [[ -n ${PLAN:-} ]]; then
+  plan=$(<"$PLAN") || { echo "gpu-check: cannot read PLAN $PLAN" >&2; exit 2; }
+else
+  plan=$("$BIN/python" tools/gpu_check_plan.py) || exit 2
+fi
+PAPERS=${PAPERS:-$(cut -f1 <<<"$plan" | tr '\n' ' ')}
+DDP_PAPERS=${DDP_PAPERS:-$(awk -F'\t' '$3 == 1 { printf "%s ", $1 }' <<<"$plan")}
 GPUS=0
 if [[ $DEVICE == cuda* ]]; then
   # the GPUs this process may use (torch honours CUDA_VISIBLE_DEVICES; nvidia-smi does not)
@@ -96,13 +108,14 @@ done
 [[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
 [[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
 
-# the paper's limit: TIMEOUT when set, else plumbing_s + gpu_s from its row in LIMITS
+# the paper's limit: TIMEOUT when set, else its own (the plan's second column)
 limit_of() {
   if [[ -n $TIMEOUT ]]; then echo "$TIMEOUT"; return; fi
-  awk -F'\t' -v p="$1" '!/^#/ && $1 == p && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ { print $2 + $3; exit }' "$LIMITS" 2>/dev/null
+  awk -F'\t' -v p="$1" '$1 == p { print $2; exit }' <<<"$plan"
 }
 for p in $PAPERS; do
-  [[ -n $(limit_of "$p") ]] || { echo "gpu-check: $p has no time limit in $LIMITS (add its row, or set TIMEOUT)" >&2; exit 2; }
+  awk -F'\t' -v p="$p" '$1 == p { found = 1 } END { exit !found }' <<<"$plan" \
+    || { echo "gpu-check: unknown paper '$p' (paperzoo list names them)" >&2; exit 2; }
 done
 mkdir -p "$OUT"
 if [[ -z $DATA_ROOT && $SYNTH == 1 ]]; then

@@ -15,7 +15,12 @@
 #   Everything else (SYNTH [1 here], DATA_ROOT, PAPERS, BUDGET, DEVICE, ...) is passed on to
 #       tools/gpu_check.sh, whose header says what each does. Its OUT is CHECK_OUT
 #       [runs/gpu-check], never OUT, which a remote runner may use for REPORT.
-# Exit status: tools/gpu_check.sh's.
+# Before any data are written, every module the package imports (each third-party module named
+# in an import of src/paperzoo, the lazy ones inside functions included; not those inside a try
+# that catches their failure, such as triton) is imported with the machine's python3 and the
+# wheels; one that fails stops the check with one line naming it
+# (exit 2), so a lease is not spent on synthetic data for a check that cannot run.
+# Exit status: tools/gpu_check.sh's (2: a module is missing or the wheels did not install).
 set -u
 cd "$(dirname "$0")/.."
 REPORT=${REPORT:-runs/gpu-check-report}
@@ -34,12 +39,53 @@ if [[ -n ${WHEELS:-} ]]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$WHEELS"/*.whl >>"$log" 2>&1 \
     || { echo "gpu-check-offline: the wheels in $WHEELS did not install (see $log)" >&2; exit 2; }
 fi
+export PYTHONPATH=$PWD/src:$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+# every third-party module src/paperzoo imports, imported here: one line naming what is missing
+missing=$(python3 - src/paperzoo <<'PY' 2>>"$log"
+import ast, importlib, sys
+from pathlib import Path
+
+def optional(tree):
+    """Imports inside a try whose handler catches a failed import: the code runs without them."""
+    names = {"ImportError", "ModuleNotFoundError", "Exception"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            h.type is None or any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(h.type))
+            for h in node.handlers
+        ):
+            yield from (id(n) for stmt in node.body for n in ast.walk(stmt))
+
+found = set()
+for path in sorted(Path(sys.argv[1]).rglob("*.py")):
+    tree = ast.parse(path.read_text(), str(path))
+    skip = set(optional(tree))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+third_party = sorted(found - set(sys.stdlib_module_names) - {"paperzoo", "__future__"})
+missing = []
+for name in third_party:
+    try:
+        importlib.import_module(name)
+    except Exception as err:  # a missing module, or one that fails to import
+        print(f"{name}: {type(err).__name__}: {err}", file=sys.stderr)
+        missing.append(name)
+print(" ".join(missing))
+PY
+) || missing="(the import check itself failed; see $log)"
+if [[ -n $missing ]]; then
+  echo "gpu-check-offline: missing module(s) the reproductions import: $missing (bring them as wheels: WHEELS=DIR; details in $log)" >&2
+  exit 2
+fi
 # tools/gpu_check.sh calls BIN/python and BIN/paperzoo
 py=$(command -v python3)
 printf '#!/bin/sh\nexec %s "$@"\n' "$py" >"$bin/python"
 printf '#!/bin/sh\nexec %s -m paperzoo "$@"\n' "$py" >"$bin/paperzoo"
 chmod +x "$bin/python" "$bin/paperzoo"
-export PYTHONPATH=$PWD/src:$site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 check_out=${CHECK_OUT:-runs/gpu-check}  # not $OUT: a remote runner may use that name for REPORT
 SYNTH=${SYNTH:-1} BIN=$bin OUT=$check_out tools/gpu_check.sh 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}

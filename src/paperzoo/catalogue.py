@@ -2,8 +2,8 @@
 price of its full run, as JSON (schema ``paperzoo.list/1``) or as text.
 
 A paper appears here by being registered (``paperzoo.experiments.EXPERIMENTS``); its full-run
-price is read from the counts ``tools/count_costs.py`` stores (``paperzoo.cost``), ``None`` for a
-paper that has no stored count yet.
+price is the count ``tools/count_costs.py`` stored for its current full config, else counted
+when listed (``paperzoo.cost.paper_cost``); ``None`` only for a paper that declares no counter.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ SCHEMA = "paperzoo.list/1"
 
 def list_catalogue() -> dict[str, Any]:
     """The catalogue of ``paperzoo list --json`` (schema ``paperzoo.list/1``)."""
-    from paperzoo.cost import cached_costs
+    from paperzoo.cost import paper_cost
     from paperzoo.experiments import EXPERIMENTS, SCALES
     from paperzoo.experiments.runner import get_experiment
 
-    costs = cached_costs()  # counted by tools/count_costs.py (paperzoo.cost)
     papers = []
     for name in EXPERIMENTS.names():
         exp = get_experiment(name)
-        cost = costs.get(name)
+        cost = paper_cost(name)  # stored by tools/count_costs.py, else counted now
         papers.append(
             {
                 "name": name,
@@ -47,24 +46,24 @@ def list_catalogue() -> dict[str, Any]:
                 ],
                 # --precision on CUDA without the flag (CPU: fp32); why: docs/<paper>.md
                 "cuda_precision": exp.cuda_precision,
-                # the price of --scale full (paperzoo.cost): FLOP and kernel launches counted
-                # from the models, a lower bound on GPU hours on one H100/H200-class GPU (basis
-                # says what it rests on); None: not counted
-                "full_cost": None if cost is None else full_cost_entry(name, cost),
+                # the price of --scale full (paperzoo.cost): FLOP, kernel launches and host work
+                # counted from the models, a lower bound on GPU hours on one H100/H200-class GPU
+                # (bound: what decides it; basis says what it rests on); None: no counter
+                "full_cost": None if cost is None else full_cost_entry(cost),
             }
         )
     return {"schema": SCHEMA, "papers": papers}
 
 
-def full_cost_entry(name: str, cost: dict[str, Any]) -> dict[str, Any]:
-    """``full_cost`` of ``paperzoo list --json``: the stored count, and whether it was made at
-    the current full config and plan (else ``tools/count_costs.py NAME`` recounts it)."""
-    from paperzoo.cost import config_digest
-
-    keys = ("flop", "gpu_hours", "flop_gpu_hours", "steps", "kernels_per_step", "launch_bound")
-    entry = {k: cost[k] for k in (*keys, "basis", "assumptions")}
-    entry["current"] = cost.get("config_sha256") == config_digest(name)
-    return entry
+def full_cost_entry(cost: dict[str, Any]) -> dict[str, Any]:
+    """``full_cost`` of ``paperzoo list --json`` from ``paper_cost``: the price and what it rests
+    on (``stored``: read from full_costs.json at the current config, else counted now)."""
+    keys = (
+        "flop", "gpu_hours", "before_gpu_hours", "flop_gpu_hours", "steps", "kernels_per_step",
+        "host_seconds_per_step", "hook_seconds", "bound", "bounds", "launch_bound", "basis",
+        "assumptions", "stored",
+    )  # fmt: skip
+    return {k: cost[k] for k in keys}
 
 
 def render_catalogue(catalogue: dict[str, Any]) -> str:
@@ -72,6 +71,7 @@ def render_catalogue(catalogue: dict[str, Any]) -> str:
     per claim with its targets."""
     from paperzoo.cost import KERNEL_SECONDS, UTILISATION
 
+    words = {"FLOP": "FLOP", "launches": "kernel launches", "host": "host work"}
     lines: list[str] = []
     for p in catalogue["papers"]:
         lines.append(f"{p['name']}: {p['title']}")
@@ -79,10 +79,11 @@ def render_catalogue(catalogue: dict[str, Any]) -> str:
         if p["full_cost"] is not None:
             c = p["full_cost"]
             lines.append(
-                f"  full run: at least {c['gpu_hours']:.2g} GPU-hours on one H100/H200 "
-                f"({c['steps']:,} steps of {c['kernels_per_step']:,.0f} kernels at "
-                f"{KERNEL_SECONDS * 1e6:.0f} us, {c['flop']:.2g} FLOP at {UTILISATION:.0%} of the "
-                f"bf16 peak: {c['launch_bound']:.0%} launch-bound; CUDA precision "
+                f"  full run: at least {c['gpu_hours']:.2g} GPU-hours on one H100/H200, bound by "
+                f"{words.get(c['bound'], 'the data loader')} ({c['steps']:,} steps of "
+                f"{c['kernels_per_step']:,.0f} kernels at {KERNEL_SECONDS * 1e6:.0f} us and "
+                f"{c['host_seconds_per_step'] * 1e3:.2g} ms of other host work, {c['flop']:.2g} "
+                f"FLOP at {UTILISATION:.0%} of the bf16 peak; CUDA precision "
                 f"{p['cuda_precision']})"
             )
         for c in p["claims"]:

@@ -71,7 +71,9 @@ def test_an_eleventh_paper_lists_runs_and_shows_in_the_summary(copy):
     assert listed.returncode == 0, listed.stderr
     papers = {p["name"]: p for p in json.loads(listed.stdout)["papers"]}
     assert NEW in papers and SOURCE in papers
-    assert papers[NEW]["full_cost"] is None  # no stored count yet: reported as null
+    # no stored count: counted as it is listed, the same work as the paper it copies
+    assert papers[NEW]["full_cost"]["stored"] is False and papers[SOURCE]["full_cost"]["stored"]
+    assert papers[NEW]["full_cost"]["flop"] == papers[SOURCE]["full_cost"]["flop"]
     assert [c["id"] for c in papers[NEW]["claims"]] == [c["id"] for c in papers[SOURCE]["claims"]]
     text = _run(copy, "-m", "paperzoo", "list")
     assert text.returncode == 0 and f"\n{NEW}: " in text.stdout, text.stderr

@@ -332,6 +332,22 @@ class RunContext:
         return not self.quiet
 
 
+@dataclass(frozen=True)
+class GpuCheck:
+    """A paper's place in ``make gpu-check`` (tools/gpu_check.sh): its full config run for 2
+    steps on one GPU, within ``plumbing_s + gpu_s`` seconds."""
+
+    plumbing_s: int  # measured: its wall seconds in the check's CPU plumbing mode
+    gpu_s: int  # stated: what the full config's 2-step run adds on one GPU
+    reason: str  # why ``gpu_s`` (what the 2-step run does)
+    torchrun: bool = False  # launched under torchrun (data-parallel), also on one GPU
+
+    @property
+    def seconds(self) -> int:
+        """The paper's limit on CUDA."""
+        return self.plumbing_s + self.gpu_s
+
+
 class Experiment(ABC):
     """One paper's reproduction.
 
@@ -371,6 +387,8 @@ class Experiment(ABC):
     # Files in a run's --out (glob patterns) that a rerun resumes from, besides checkpoints:
     # records of finished models. A directory holding one is never taken over by another run.
     resume_state: ClassVar[tuple[str, ...]] = ()
+    # Its limit in make gpu-check (tools/gpu_check.sh); the default: ``GpuCheck(20, 15, ...)``.
+    gpu_check: ClassVar[GpuCheck] = GpuCheck(20, 15, "the default limit (none stated)")
 
     def check_options(self, ctx: RunContext) -> None:
         """Raise ``ValueError`` (one line) when ``ctx.options`` cannot run: called before
@@ -378,7 +396,7 @@ class Experiment(ABC):
         return None
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str] | None:
-        """The pieces of a full run's price (``paperzoo.cost.Piece``: what, FLOP each, count)
+        """The pieces of a full run's price (``paperzoo.utils.work.Piece``: what, work, count)
         and what the count assumes, for ``cfg`` (the full config) and ``plan`` (its
         ``plan``); None: not counted."""
         return None

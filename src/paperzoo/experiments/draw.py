@@ -69,6 +69,7 @@ from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
     Experiment,
+    GpuCheck,
     NotRun,
     Outcome,
     RunContext,
@@ -218,6 +219,11 @@ def _model_config(cfg: Config, variant: str, channels: int, h: int, w: int) -> D
 class DRAWExperiment(Experiment):
     name = "draw"
     cuda_precision = "tf32"  # the reason: docs/draw.md, "Precision on CUDA"
+    gpu_check = GpuCheck(
+        6,
+        12,
+        "MNIST, 2 models of 64 glimpses (~9,000 kernels, ~50 ms, per step), 2 evaluation batches",
+    )
     title = "DRAW: A Recurrent Neural Network For Image Generation"
     datasets = ("mnist5k", "mnist", "fashion-mnist")
     # Full: binarized MNIST, i.e. the 60,000 + 10,000 MNIST digits from --data-root binarised
@@ -597,7 +603,7 @@ def _draw_window(
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     """The full run's pieces (``paperzoo.cost``): each model's training steps and evaluations."""
-    from paperzoo.cost import Piece, forward, step
+    from paperzoo.utils.work import Piece, forward, step
 
     pieces = []
     steps = dict(plan)

@@ -68,6 +68,7 @@ from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
     Experiment,
+    GpuCheck,
     NotRun,
     Outcome,
     RunContext,
@@ -274,6 +275,12 @@ CONFIGS = {
 class GATExperiment(Experiment):
     name = "gat"
     cuda_precision = "fp32"  # the reason: docs/gat.md, "Precision on CUDA"
+    gpu_check = GpuCheck(
+        9,
+        6,
+        "CIFAR-10, the 5 classifiers (GAT with its generator) of 2 steps, FGSM and PGD on 2 "
+        "evaluation batches",
+    )
     title = "Generative Adversarial Trainer: Defense to Adversarial Perturbations with GAN"
     claims = CLAIMS
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100")
@@ -506,7 +513,7 @@ class GATExperiment(Experiment):
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     """The full run's pieces (``paperzoo.cost``): each model's training steps and the attacks."""
-    from paperzoo.cost import Piece, step
+    from paperzoo.utils.work import Piece, step
 
     net = SmallCNN(
         in_chans=3, num_classes=10, image_size=32, channels=cfg.channels, hidden=cfg.hidden

@@ -62,6 +62,7 @@ from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
     Experiment,
+    GpuCheck,
     NotRun,
     Outcome,
     RunContext,
@@ -249,6 +250,13 @@ CONFIGS = {
 class ResNetExperiment(Experiment):
     name = "resnet"
     cuda_precision = "bf16"  # the reason: docs/resnet.md, "Precision on CUDA"
+    gpu_check = GpuCheck(
+        10,
+        15,
+        "CIFAR-10, nine CIFAR nets of 2 steps each (SyncBatchNorm under torchrun, a cuDNN "
+        "search per net)",
+        torchrun=True,
+    )
     title = "Deep Residual Learning for Image Recognition"
     datasets = ("digits", "mnist5k", "cifar10", "cifar100", "mnist", "fashion-mnist")
     # The data set of each scale when --dataset is not given: full is the paper's CIFAR-10
@@ -648,7 +656,7 @@ def _jsonable(cfg: Config) -> dict[str, Any]:
 
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     """The full run's pieces (``paperzoo.cost``): each net's training steps and evaluations."""
-    from paperzoo.cost import Piece, forward, step
+    from paperzoo.utils.work import Piece, forward, step
 
     pieces = []
     for name, steps in plan:

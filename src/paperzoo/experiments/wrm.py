@@ -78,6 +78,7 @@ from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
     Experiment,
+    GpuCheck,
     NotRun,
     Outcome,
     RunContext,
@@ -407,6 +408,7 @@ CONFIGS = {
 class WRMExperiment(Experiment):
     name = "wrm"
     cuda_precision = "fp32"  # the reason: docs/wrm.md, "Precision on CUDA"
+    gpu_check = GpuCheck(10, 8, "spheres and MNIST, 8 models of 2 steps, attacks on 2 eval batches")
     title = "Certifying Some Distributional Robustness with Principled Adversarial Training"
     datasets = ("mnist5k", "mnist")
     paper_data = "mnist"  # Section 4.2's MNIST at full scale; the spheres are generated
@@ -753,7 +755,7 @@ class WRMExperiment(Experiment):
 def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     """The full run's pieces (``paperzoo.cost``): each model's (adversarial) training steps and
     the PGM attacks."""
-    from paperzoo.cost import Piece, step
+    from paperzoo.utils.work import Piece, step
 
     sph, mn = spheres_net(), WRMNet(width=cfg.mnist_width)
     f_sph = step(sph, (cfg.spheres_batch, 2))

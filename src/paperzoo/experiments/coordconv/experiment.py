@@ -45,6 +45,7 @@ from paperzoo.engine import History
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     Experiment,
+    GpuCheck,
     NotRun,
     Outcome,
     RunContext,
@@ -75,6 +76,7 @@ from paperzoo.utils import count_params
 class CoordConvExperiment(Experiment):
     name = "coordconv"
     cuda_precision = "fp32"  # the reason: docs/coordconv.md, "Precision on CUDA"
+    gpu_check = GpuCheck(8, 8, "the Not-so-Clevr images rendered, 8 small conv nets of 2 steps")
     title = "An intriguing failing of convolutional neural networks and the CoordConv solution"
     claims = CLAIMS
     not_estimated = ("evaluation beyond the first batches of the validation and test centres",)
@@ -497,7 +499,7 @@ def _square_patch(centre: Tensor) -> Any:
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    from paperzoo.cost import Inputs, Piece, forward, step
+    from paperzoo.utils.work import Inputs, Piece, forward, step
 
     side = 64
     pieces = []

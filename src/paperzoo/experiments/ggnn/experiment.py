@@ -26,7 +26,15 @@ from torch import Tensor, nn
 from paperzoo.data import babi, layouts
 from paperzoo.data.base import DataInfo
 from paperzoo.engine import budget, derive_seed
-from paperzoo.experiments.base import ClaimSpec, Experiment, NotRun, Option, Outcome, RunContext
+from paperzoo.experiments.base import (
+    ClaimSpec,
+    Experiment,
+    GpuCheck,
+    NotRun,
+    Option,
+    Outcome,
+    RunContext,
+)
 from paperzoo.experiments.ggnn.config import (
     _CLAIM_ID,
     _QUESTION_TYPES,
@@ -87,6 +95,12 @@ def _parse_folds(text: str) -> tuple[int, ...]:
 class GGNNExperiment(Experiment):
     name = "ggnn"
     cuda_precision = "fp32"  # the reason: docs/ggnn.md, "Precision on CUDA"
+    gpu_check = GpuCheck(
+        9,
+        10,
+        "the bAbI and graph tasks generated or read, small GG-NNs and RNN / LSTM baselines of 2"
+        " steps per capped loop",
+    )
     title = "Gated Graph Sequence Neural Networks"
     # --dataset generated: paperzoo's generator (the default at smoke and quick; at full a named
     # substitute for the paper's folds, marked "not the paper's setting").
@@ -691,7 +705,7 @@ def _runs_per_fold(res: dict[str, Any]) -> str:
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    from paperzoo.cost import Piece
+    from paperzoo.utils.work import Piece
 
     nodes, batch = 20, cfg.batch_size  # per graph (an assumption), graphs per minibatch
     pieces = []
@@ -721,11 +735,11 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
 
 
 def _ggnn_step(net: nn.Module, x: Tensor, edges: tuple[Tensor, Tensor]) -> Any:
-    """FLOP and kernels (``paperzoo.cost.Work``) of a GG-NN training step on real (small)
+    """FLOP and kernels (``paperzoo.utils.work.Work``) of a GG-NN training step on real (small)
     tensors: its sparse sums over edges need real indices, so this one is not counted on the
     meta device."""
-    from paperzoo.cost import Work
     from paperzoo.utils.flops import count_work
+    from paperzoo.utils.work import Work
 
     def run() -> None:
         out = net(x, edges[0], edges[1])

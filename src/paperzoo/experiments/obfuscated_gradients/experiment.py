@@ -36,7 +36,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from paperzoo.experiments.base import EXPERIMENTS, Experiment, NotRun, Outcome, RunContext
+from paperzoo.experiments.base import EXPERIMENTS, Experiment, GpuCheck, NotRun, Outcome, RunContext
 from paperzoo.experiments.obfuscated_gradients.config import (
     CIFAR_MODELS,
     CLAIMS,
@@ -55,6 +55,12 @@ from paperzoo.utils.format import format_number
 class ObfuscatedGradientsExperiment(Experiment):
     name = "obfuscated-gradients"
     cuda_precision = "bf16"  # the reason: docs/obfuscated-gradients.md, "Precision on CUDA"
+    gpu_check = GpuCheck(
+        10,
+        35,
+        "MNIST and CIFAR-10, the wide ResNet's adversarial-training steps (40 PGD iterations "
+        "each), the evaluation's attacks on 2 batches (100 PGD steps, 30 EOT samples)",
+    )
     title = (
         "Obfuscated Gradients Give a False Sense of Security: "
         "Circumventing Defenses to Adversarial Examples"
@@ -223,7 +229,7 @@ def _cifar_notes(c: CifarConfig, m: dict[str, float], details: dict[str, Any]) -
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     from paperzoo.adversarial.cifar_model import MadryResNet
-    from paperzoo.cost import Piece, step
+    from paperzoo.utils.work import Piece, step
 
     c = cfg.cifar
     net = MadryResNet(in_chans=3, num_classes=10, filters=c.filters, units=c.units)

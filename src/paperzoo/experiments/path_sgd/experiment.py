@@ -37,6 +37,7 @@ from paperzoo.engine import budget, seeded
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     Experiment,
+    GpuCheck,
     NotRun,
     Outcome,
     RunContext,
@@ -72,6 +73,9 @@ from paperzoo.optim import balanced_init_, path_norm, rescale_units_, unbalanced
 class PathSGDExperiment(Experiment):
     name = "path-sgd"
     cuda_precision = "tf32"  # the reason: docs/path-sgd.md, "Precision on CUDA"
+    gpu_check = GpuCheck(
+        9, 12, "four data sets (MNIST, CIFAR-10/100, SVHN), 34 small MLPs of 2 steps"
+    )
     title = "Path-SGD: Path-Normalized Optimization in Deep Neural Networks"
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100", "svhn")
     # Section 6 runs four data sets: MNIST is the full scale's default (``paper_data``); the other
@@ -491,7 +495,7 @@ def _divergence_note(
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    from paperzoo.cost import Piece, forward, step
+    from paperzoo.utils.work import Piece, forward, step
 
     net = MLP(in_features=784, hidden=(cfg.hidden, cfg.hidden), num_classes=10)
     f = step(net, (cfg.batch_size, 784))
