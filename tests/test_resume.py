@@ -150,7 +150,7 @@ def _identity(monkeypatch, commit: str) -> None:
     import paperzoo.provenance as provenance
 
     ident = {"commit": commit, "source_sha256": commit[:1] * 64}
-    monkeypatch.setattr(provenance, "code_identity", lambda: dict(ident))
+    monkeypatch.setattr(provenance, "code_identity", lambda paper=None: dict(ident))
 
 
 def test_a_resume_by_other_code_exits_2_and_restart_starts_over(tmp_path, monkeypatch, capsys):

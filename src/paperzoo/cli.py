@@ -183,6 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     su.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
 
+    n = sub.add_parser(
+        "new", help="write a package for a paper of your own (docs/your-paper.md), ready to install"
+    )
+    n.add_argument("name", help="the paper's name (lower case, digits, hyphens), e.g. my-paper")
+    n.add_argument("--dir", type=Path, help="where to write it (default: ./NAME; must be new)")
+
     b = sub.add_parser("bench", help="run benchmarks/ (speed against alternative libraries)")
     b.add_argument("name", nargs="?", help="benchmark name (default: all)")
     b.add_argument(
@@ -487,6 +493,21 @@ def _check_writable_file(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: its folder {folder} does not exist")
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from paperzoo.scaffold import new_package
+
+    folder = args.dir if args.dir is not None else Path(args.name)
+    try:
+        written = new_package(args.name, folder)
+    except (ValueError, OSError) as err:
+        raise UsageError(str(err)) from None
+    sys.stdout.write(
+        f"wrote {len(written)} files to {folder}/\n"
+        f"next: pip install -e '{folder}[test]' && paperzoo reproduce {args.name} --scale smoke\n"
+    )
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from paperzoo import bench
 
@@ -538,6 +559,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return cmd_merge(args)
         if args.command == "summary":
             return cmd_summary(args)
+        if args.command == "new":
+            return cmd_new(args)
         return cmd_bench(args)
     except UsageError as err:
         sys.stderr.write(f"paperzoo: error: {_one_line(err)}\n")

@@ -1,7 +1,8 @@
 """Which code produced a result: the git commit of a source checkout, and a digest of the source.
 
 ``results.json`` records both, so that a verdict names exactly what ran and ``paperzoo merge``
-can refuse to combine runs of different code. ``commit`` is the checkout's HEAD (short hash),
+can refuse to combine runs of different code. A paper from an installed package is identified by
+that package's code (``code_identity(paper)``). ``commit`` is the checkout's HEAD (short hash),
 with ``+dirty`` when the package's own files differ from it; outside a git checkout (an
 installed wheel) it is ``None`` and ``source_sha256`` alone identifies the code.
 """
@@ -25,10 +26,13 @@ class CodeIdentity(TypedDict):
 
 
 def source_sha256(package_dir: Path = PACKAGE_DIR) -> str:
-    """SHA-256 over every ``.py`` file under ``package_dir``: relative path and bytes, sorted."""
+    """SHA-256 over every ``.py`` file under ``package_dir``: relative path and bytes, sorted (a
+    single module's file: that file alone)."""
     h = hashlib.sha256()
-    for path in sorted(package_dir.rglob("*.py")):
-        h.update(path.relative_to(package_dir).as_posix().encode() + b"\0")
+    files = [package_dir] if package_dir.is_file() else sorted(package_dir.rglob("*.py"))
+    root = package_dir.parent if package_dir.is_file() else package_dir
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -45,7 +49,10 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 def git_commit(package_dir: Path = PACKAGE_DIR) -> str | None:
     """HEAD of the git checkout holding ``package_dir`` (short hash, ``+dirty`` when files of the
-    package differ from it); None outside a checkout or without git."""
+    package differ from it; a single module's file: its folder's); None outside a checkout or
+    without git."""
+    if package_dir.is_file():
+        package_dir = package_dir.parent
     top = _git(["rev-parse", "--show-toplevel"], package_dir)
     if not top or not (package_dir.is_relative_to(Path(top).resolve())):
         return None
@@ -56,10 +63,33 @@ def git_commit(package_dir: Path = PACKAGE_DIR) -> str | None:
     return f"{head}+dirty" if status else head
 
 
+def code_identity(paper: object | None = None) -> CodeIdentity:
+    """The identity of the code of ``paper`` (an experiment): the package that defines its class,
+    paperzoo's for the papers built in, and the running paperzoo's when None. A paper of an
+    installed package (``paperzoo.papers`` entry point) is identified by its own package's commit
+    and source digest. Computed once per package and process."""
+    return _identity(package_dir(paper))
+
+
+def package_dir(paper: object | None = None) -> Path:
+    """The code that defines ``paper``'s class: the directory of its top-level package, or the
+    file of a top-level module (a one-file package); paperzoo's directory when None or for the
+    papers built in."""
+    import sys
+
+    if paper is None:
+        return PACKAGE_DIR
+    top = type(paper).__module__.split(".")[0]
+    file = getattr(sys.modules.get(top), "__file__", None)
+    if top == "paperzoo" or file is None:
+        return PACKAGE_DIR
+    path = Path(file).resolve()
+    return path.parent if path.name == "__init__.py" else path
+
+
 @functools.cache
-def code_identity() -> CodeIdentity:
-    """The identity of the running paperzoo (computed once per process)."""
-    return {"commit": git_commit(), "source_sha256": source_sha256()}
+def _identity(package: Path) -> CodeIdentity:
+    return {"commit": git_commit(package), "source_sha256": source_sha256(package)}
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:

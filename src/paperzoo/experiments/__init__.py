@@ -1,4 +1,6 @@
-"""One module per paper; importing this package registers every experiment in ``EXPERIMENTS``."""
+"""One module per paper; importing this package registers in ``EXPERIMENTS`` every experiment
+built in, then those that installed packages declare (``plugins``: the ``paperzoo.papers`` entry
+point group)."""
 
 import paperzoo.experiments as _pkg
 from paperzoo.experiments.base import (
@@ -9,8 +11,10 @@ from paperzoo.experiments.base import (
     Outcome,
     RunContext,
 )
+from paperzoo.experiments.plugins import load_plugins
 from paperzoo.utils.modules import import_submodules
 
 import_submodules(_pkg)
+load_plugins(EXPERIMENTS)
 
 __all__ = ["EXPERIMENTS", "SCALES", "ClaimSpec", "Experiment", "Outcome", "RunContext"]

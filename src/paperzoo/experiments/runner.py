@@ -65,7 +65,7 @@ def build_result(
         )
     for c in specs:
         check_measurement(c.target_at(ctx.scale), _plain(outcome.measured[c.id]), c.id)
-    code = {"commit": ran.commit, "source_sha256": ran.source_sha256} if ran else code_identity()
+    code = {"commit": ran.commit, "source_sha256": ran.source_sha256} if ran else code_identity(exp)
     claims = [
         ClaimResult(
             c.id,
@@ -152,7 +152,11 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
         spec["precision"] = ctx.precision
     from paperzoo.provenance import code_identity
 
-    spec["code"] = dict(code_identity())  # models trained by other code are never resumed
+    # models trained by other code are never resumed: the paper's package (and, for a paper of an
+    # installed package, the paperzoo that trains it)
+    spec["code"] = dict(code_identity(get_experiment(name)))
+    if code_identity(get_experiment(name)) != code_identity():
+        spec["paperzoo_code"] = dict(code_identity())
     spec["data_files"] = data_files_digest(ctx.data_root)
     return spec
 
