@@ -133,24 +133,14 @@ class RunMismatchError(ValueError):
 
 def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[str, Any]:
     """What decides a run's numbers (not the device or thread count): the resumable identity."""
-    spec: dict[str, Any] = {
-        "paper": name,
-        "scale": ctx.scale,
-        "seed": ctx.seed,
-        "dataset": dataset,
-        "data_root": str(Path(ctx.data_root).resolve()) if ctx.data_root is not None else None,
-        "options": {k: list(v) if isinstance(v, tuple) else v for k, v in ctx.options.items()},
-        "shard": list(ctx.shard) if ctx.shard else None,
-        "config": config_to_dict(cfg),
-    }
-    if ctx.part is not None:  # a part is another run (absent: the records of older runs match)
-        spec["part"] = ctx.part
-    if ctx.max_steps is not None:  # a capped run is another run (never resumed as a real one)
-        spec["max_steps"] = ctx.max_steps
-    if ctx.precision != "fp32":  # another precision is another run (absent: fp32, older records)
-        spec["precision"] = ctx.precision
+    from paperzoo.experiments.flags import recorded_flags
     from paperzoo.provenance import code_identity
 
+    spec: dict[str, Any] = {"paper": name, "seed": ctx.seed, "dataset": dataset}
+    # the options that make it another run (the table's ``record``): the scale, the data root,
+    # the papers' options, the shard, the part, a step cap, the precision
+    spec |= recorded_flags(ctx)
+    spec["config"] = config_to_dict(cfg)
     spec["code"] = dict(code_identity())  # models trained by other code are never resumed
     spec["data_files"] = data_files_digest(ctx.data_root)
     return spec
