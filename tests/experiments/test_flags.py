@@ -54,7 +54,7 @@ def test_every_option_the_run_sees_is_a_run_context_field():
     for f in flag_table.REPRODUCE_FLAGS:
         if f.context:
             assert f.dest in context, f.dest
-    assert {"scale", "data_root", "shard", "max_steps", "restart"} <= {
+    assert {"scale", "data_root", "shard", "max_steps", "restart", "tensorboard"} <= {
         f.dest for f in flag_table.REPRODUCE_FLAGS if f.context
     }
 
@@ -132,3 +132,12 @@ def test_run_json_records_the_same_keys(tmp_path):
     ggnn = _spec(_request("ggnn", "--folds", "1-2", "--shard", "0/2", "--data-root", "r"), tmp_path)
     assert ggnn["options"] == {"folds": [1, 2]} and ggnn["shard"] == [0, 2]
     assert ggnn["data_root"] == str(Path("r").resolve())
+
+
+def test_tensorboard_is_repeated_reaches_the_run_and_is_not_its_identity(tmp_path):
+    request = _request("gat", "--seeds", "0-1", "--tensorboard")
+    assert request.tensorboard is True and _request("gat").tensorboard is False
+    assert "--tensorboard" in request.child_argv("gat", 0, Path("o"), 1)
+    assert "--tensorboard" in request.resume_command()
+    assert request.context("gat", 0, tmp_path, DistInfo(), "cpu").tensorboard is True
+    assert _spec(request, tmp_path) == _spec(_request("gat", "--seeds", "0-1"), tmp_path)

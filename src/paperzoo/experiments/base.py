@@ -292,6 +292,9 @@ class RunContext:
     precision: str = "fp32"
     dist: DistInfo = field(default_factory=DistInfo)
     restart: bool = False  # --restart: clear what an earlier run left in out_dir first
+    # --tensorboard: the training loops also write TensorBoard event files (the runner turns
+    # them on around ``run``: paperzoo.engine.tensorboard)
+    tensorboard: bool = False
     # every ``reproduce`` option's value as given, by ``dest`` (empty outside ``reproduce``)
     flags: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     # Selection hygiene check (tests): test data passed through ``holdout`` raise when read

@@ -410,6 +410,14 @@ REPRODUCE_FLAGS: tuple[Flag | PaperOptions, ...] = (
         seeds=True,
         context=True,
     ),
+    Flag(
+        "--tensorboard",
+        "also write TensorBoard event files of every training loop (OUT/.../tensorboard; needs "
+        "the tensorboard package)",
+        seeds=True,
+        resume=True,
+        context=True,
+    ),
     Flag("--threads", "torch intra-op threads (default: torch's)", positive, resume=True),
     Flag(
         "--shard",

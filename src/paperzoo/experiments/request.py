@@ -249,6 +249,10 @@ class RunRequest:
             )
         if self.jobs > 1 and not self.multi:
             raise ValueError("--jobs needs --seeds")
+        if self.tensorboard:
+            from paperzoo.engine.tensorboard import require
+
+            require()
         jobs, threads = self.seed_jobs, self.seed_threads
         if self.multi and jobs * threads > cores():
             raise ValueError(

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from paperzoo.engine import budget
+from paperzoo.engine import budget, tensorboard
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import check_shared_dir
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
@@ -347,7 +347,10 @@ def run_experiment(
     line = plan_line(exp, cfg, ctx)
     if line:
         log.info("%s", line)
-    with SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock:
+    with (
+        SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock,
+        tensorboard.requested(ctx.tensorboard),  # --tensorboard: the Trainers write event files
+    ):
         result = _run_and_build(exp, cfg, ctx, overrides, clock)
     if ctx.dist.is_main:
         write_report(result, ctx.out_dir)
