@@ -158,8 +158,9 @@ class Flag:
         if self.repeated and self.parse is None:
             raise ValueError(f"{self.flag}: a repeated option takes a value (parse)")
 
-    def add_to(self, parser: Any) -> None:
-        """Add the option to ``parser`` (an ``argparse`` parser or mutually exclusive group)."""
+    def add_to(self, parser: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
+        """Add the option to ``parser`` (to its mutually exclusive group ``exclusive``, made
+        once and kept in ``groups``)."""
         kwargs: dict[str, Any] = {"dest": self.dest, "help": self.help}
         if self.parse is None:
             kwargs |= {"action": "store_true", "default": bool(self.default)}
@@ -171,7 +172,7 @@ class Flag:
                 kwargs["choices"] = self.choices
             if self.metavar is not None:
                 kwargs["metavar"] = self.metavar
-        parser.add_argument(self.flag, **kwargs)
+        _target(parser, groups, self.exclusive).add_argument(self.flag, **kwargs)
 
     def read(self, args: argparse.Namespace) -> Any:
         """The option's value in parsed ``args`` (a repeated one as a tuple)."""
@@ -208,16 +209,11 @@ class PaperOptions:
     record: bool = True
     absent_when: Any = ALWAYS
 
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
+    def add_to(self, parser: argparse.ArgumentParser, groups: dict[str, Any]) -> None:
         """Add every registered paper's options; those of one ``exclusive`` group cannot be
         given together. A given option's value is kept under ``option FLAG``."""
-        groups: dict[str, Any] = {}  # exclusive group name -> its argparse group
         for flag, (opt, papers) in paper_options().items():
-            target: Any = parser
-            if opt.exclusive is not None:
-                if opt.exclusive not in groups:
-                    groups[opt.exclusive] = parser.add_mutually_exclusive_group()
-                target = groups[opt.exclusive]
+            target = _target(parser, groups, opt.exclusive)
             kwargs: dict[str, Any] = {"dest": f"option {flag}", "default": argparse.SUPPRESS}
             if opt.parse is None:
                 kwargs["action"] = "store_true"
@@ -256,6 +252,7 @@ class PaperOptions:
         return [word for opt, value in self.given(options, name) for word in opt.argv(value)]
 
     def recorded(self, ctx: RunContext) -> Any:
+        """The paper's options the run of ``ctx`` was given, by ``Option.dest``."""
         return {k: _json(v) for k, v in ctx.options.items()}
 
 
@@ -272,6 +269,16 @@ def paper_options() -> dict[str, tuple[Option, tuple[str, ...]]]:
             first, papers = found.get(opt.flag, (opt, ()))
             found[opt.flag] = (first, (*papers, name))
     return found
+
+
+def _target(parser: argparse.ArgumentParser, groups: dict[str, Any], exclusive: str | None) -> Any:
+    """``parser``, or its mutually exclusive group ``exclusive`` (made once, kept in
+    ``groups``)."""
+    if exclusive is None:
+        return parser
+    if exclusive not in groups:
+        groups[exclusive] = parser.add_mutually_exclusive_group()
+    return groups[exclusive]
 
 
 def _option_type(parse: Callable[[str], object]) -> Callable[[str], object]:
@@ -432,26 +439,16 @@ REPRODUCE_FLAGS: tuple[Flag | PaperOptions, ...] = (
 )
 
 
-def flags() -> tuple[Flag | PaperOptions, ...]:
-    """``REPRODUCE_FLAGS`` (read when called, so that a changed table takes effect)."""
-    return REPRODUCE_FLAGS
-
-
 def flag_defaults() -> dict[str, Any]:
     """Every option's value when not given, by ``dest`` (the papers' options: none given)."""
-    return {f.dest: {} if isinstance(f, PaperOptions) else f.default for f in flags()}
+    return {f.dest: {} if isinstance(f, PaperOptions) else f.default for f in REPRODUCE_FLAGS}
 
 
 def add_reproduce_flags(parser: argparse.ArgumentParser) -> None:
     """Add the table's options to the ``reproduce`` parser, in the table's order."""
     groups: dict[str, Any] = {}  # exclusive group name -> its argparse group
-    for f in flags():
-        target: Any = parser
-        if isinstance(f, Flag) and f.exclusive is not None:
-            if f.exclusive not in groups:
-                groups[f.exclusive] = parser.add_mutually_exclusive_group()
-            target = groups[f.exclusive]
-        f.add_to(target)
+    for f in REPRODUCE_FLAGS:
+        f.add_to(parser, groups)
 
 
 def read_flags(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
@@ -462,7 +459,7 @@ def read_flags(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]
     """
     return {
         f.dest: f.read(args, names) if isinstance(f, PaperOptions) else f.read(args)
-        for f in flags()
+        for f in REPRODUCE_FLAGS
     }
 
 
@@ -472,7 +469,7 @@ def flag_argv(
     """The words that repeat the options ``which`` selects (``seeds`` or ``resume``) with
     ``values`` (by ``dest``), in the table's order; the papers' options: those of paper
     ``name`` (None: every given one)."""
-    for f in flags():
+    for f in REPRODUCE_FLAGS:
         if which(f):
             value = values.get(f.dest, {} if isinstance(f, PaperOptions) else f.default)
             yield from f.argv(value, name) if isinstance(f, PaperOptions) else f.argv(value)
@@ -482,7 +479,7 @@ def recorded_flags(ctx: RunContext) -> dict[str, Any]:
     """The options that are part of the run's identity in ``run.json``, for the run of
     ``ctx``: ``{dest: value}`` (keys whose value is their ``absent_when`` left out)."""
     record: dict[str, Any] = {}
-    for f in flags():
+    for f in REPRODUCE_FLAGS:
         if f.record:
             value = f.recorded(ctx)
             if f.absent_when is ALWAYS or value != f.absent_when:
@@ -492,4 +489,4 @@ def recorded_flags(ctx: RunContext) -> dict[str, Any]:
 
 def context_flags(values: Mapping[str, Any]) -> dict[str, Any]:
     """The ``RunContext`` fields the options give (``context``), from ``values`` by ``dest``."""
-    return {f.dest: values[f.dest] for f in flags() if f.context}
+    return {f.dest: values[f.dest] for f in REPRODUCE_FLAGS if f.context}
