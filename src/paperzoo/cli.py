@@ -8,10 +8,9 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from paperzoo.utils.allocator import tune_allocator
 
@@ -38,67 +37,9 @@ def _one_line(message: object) -> str:
     return "; ".join(part.strip() for part in str(message).splitlines() if part.strip())
 
 
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        k, n = (int(v) for v in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard takes K/N (e.g. 0/4), got {text!r}") from None
-    if not (n >= 1 and 0 <= k < n):
-        raise argparse.ArgumentTypeError(f"--shard K/N needs 0 <= K < N, got {text!r}")
-    return k, n
-
-
-MAX_SEEDS = 1000  # one process per seed: more is a typo (0-30000 for 0-3), not a plan
-
-
-def _seeds(text: str) -> list[int]:
-    """``0-3``, ``0,2,5`` or ``0-3,7`` -> sorted distinct seeds."""
-    seeds: set[int] = set()
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            a, b = int(lo), int(hi) if hi else int(lo)
-            if a < 0 or b < a:
-                raise ValueError
-            if len(seeds) + b - a + 1 > MAX_SEEDS:
-                raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds, got {text!r}")
-            seeds.update(range(a, b + 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--seeds takes a range or list of non-negative seeds (0-3, 0,2,5), got {text!r}"
-        ) from None
-    return sorted(seeds)
-
-
-def _precision(text: str) -> str:
-    from paperzoo.engine.precision import PRECISIONS
-
-    if text not in PRECISIONS:
-        raise argparse.ArgumentTypeError(f"--precision takes {', '.join(PRECISIONS)}, got {text!r}")
-    return text
-
-
-def _non_negative(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
-
-
 def build_parser() -> argparse.ArgumentParser:
+    from paperzoo.experiments.flags import add_reproduce_flags, positive
+
     p = _Parser(prog="paperzoo", description="Reproduce deep-learning papers with one command.")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
@@ -108,60 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("reproduce", help="train, evaluate and report one paper (or --all)")
     r.add_argument("name", nargs="?", help="paper name (see `paperzoo list`)")
-    r.add_argument("--all", action="store_true", help="every paper, one after another")
-    r.add_argument("--scale", default="quick", choices=("smoke", "quick", "full"))
-    seed = r.add_mutually_exclusive_group()
-    seed.add_argument("--seed", type=_non_negative, default=0, help="one seed (default 0)")
-    seed.add_argument(
-        "--seeds", type=_seeds, help="several seeds (0-3, 0,2,5): one process each, aggregated"
-    )
-    r.add_argument(
-        "--jobs", type=_positive, default=1, help="with --seeds: seed processes run at once"
-    )
-    r.add_argument(
-        "--out", type=Path, help="output directory (default runs/NAME-SCALE-sSEED or -seedsA-B)"
-    )
-    r.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="change a config field (dotted for nested ones; see `paperzoo config NAME`)",
-    )
-    r.add_argument("--dataset", help="data set to use (default: the paper's embedded source)")
-    r.add_argument("--data-root", type=Path, help="directory with real data in standard layouts")
-    r.add_argument("--download", action="store_true", help="fetch missing files (SHA-256 checked)")
-    r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if present)")
-    r.add_argument("--threads", type=_positive, help="torch intra-op threads (default: torch's)")
-    r.add_argument(
-        "--precision",
-        type=_precision,
-        help="fp32, tf32 (CUDA matmuls and convolutions in TF32) or bf16 (the models' forward "
-        "passes under bf16 autocast); default: fp32 on the CPU, on CUDA the paper's own choice "
-        "(`paperzoo list --json`: cuda_precision)",
-    )
-    r.add_argument("--quiet", action="store_true", help="no progress bars")
-    _add_paper_options(r)
-    r.add_argument("--shard", type=_shard, help="K/N: run only slice K of N of a model grid")
-    r.add_argument(
-        "--restart",
-        action="store_true",
-        help="start over: clear what an earlier run left in --out (a run resumes only with the "
-        "code and data that started it)",
-    )
-    r.add_argument(
-        "--part",
-        help="run one part of the paper (e.g. wrm's spheres; see `paperzoo list`): its findings "
-        "count for that part only",
-    )
-    r.add_argument(
-        "--max-steps",
-        type=_positive,
-        metavar="N",
-        help="stop every training loop after N steps and estimate the whole run's time on "
-        "this device (verdicts marked partial)",
-    )
+    add_reproduce_flags(r)  # (paperzoo.experiments.flags.REPRODUCE_FLAGS)
 
     c = sub.add_parser("config", help="the resolved config of a paper at a scale, as JSON")
     c.add_argument("name", help="paper name (see `paperzoo list`)")
@@ -192,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run benchmarks/ (speed against alternative libraries)")
     b.add_argument("name", nargs="?", help="benchmark name (default: all)")
     b.add_argument(
-        "--threads", type=_positive, help="threads for every benchmark (passed on as --threads)"
+        "--threads", type=positive, help="threads for every benchmark (passed on as --threads)"
     )
     b.add_argument(
         "--json",
@@ -212,54 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the markdown performance table of a --json FILE (runs nothing)",
     )
     return p
-
-
-def _add_paper_options(r: argparse.ArgumentParser) -> None:
-    """Add every registered paper's own options (``Experiment.options``) to ``reproduce``; those
-    of one ``exclusive`` group cannot be given together. A given option's value is kept under
-    ``option FLAG`` (absent when not given)."""
-    from paperzoo.experiments.request import paper_options
-
-    groups: dict[str, Any] = {}  # exclusive group name -> its argparse group
-    for flag, (opt, papers) in paper_options().items():
-        target: Any = r
-        if opt.exclusive is not None:
-            if opt.exclusive not in groups:
-                groups[opt.exclusive] = r.add_mutually_exclusive_group()
-            target = groups[opt.exclusive]
-        kwargs: dict[str, Any] = {"dest": f"option {flag}", "default": argparse.SUPPRESS}
-        if opt.parse is None:
-            kwargs["action"] = "store_true"
-        else:
-            kwargs |= {"type": _option_type(opt.parse), "metavar": opt.dest.upper()}
-        target.add_argument(flag, help=f"{', '.join(papers)} only: {opt.help}", **kwargs)
-
-
-def _option_type(parse: Callable[[str], object]) -> Callable[[str], object]:
-    """``parse`` for argparse: its ``ValueError`` is the one-line usage error."""
-
-    def option_type(text: str) -> object:
-        try:
-            return parse(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-
-    return option_type
-
-
-def _given_options(args: argparse.Namespace, names: list[str]) -> dict[str, object]:
-    """The papers' own options given on the command line, by flag; one that no paper of the
-    run declares is a usage error."""
-    from paperzoo.experiments.request import paper_options
-
-    given: dict[str, object] = {}
-    for flag, (_, papers) in paper_options().items():
-        if f"option {flag}" not in vars(args):
-            continue
-        if not set(papers) & set(names):
-            raise UsageError(f"{flag} is an option of {', '.join(papers)}, not of {names[0]}")
-        given[flag] = getattr(args, f"option {flag}")
-    return given
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -317,6 +157,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     """The ``RunRequest`` of parsed ``reproduce`` arguments; a paper NAME and ``--all`` together
     (or neither), an unknown paper or another paper's option is a ``UsageError``."""
     from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.flags import read_flags
     from paperzoo.experiments.request import RunRequest
 
     if args.all == bool(args.name):
@@ -325,29 +166,11 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     for n in names:
         if n not in EXPERIMENTS:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
-    return RunRequest(
-        names=tuple(names),
-        all=args.all,
-        scale=args.scale,
-        seeds=tuple(args.seeds or [args.seed]),
-        multi=args.seeds is not None,
-        jobs=args.jobs,
-        threads=args.threads,
-        out=args.out,
-        overrides=tuple(args.overrides),
-        dataset=args.dataset,
-        data_root=args.data_root,
-        download=args.download,
-        device=args.device,
-        precision=args.precision,
-        quiet=args.quiet,
-        options=MappingProxyType(_given_options(args, names)),
-        shard=args.shard,
-        part=args.part,
-        max_steps=args.max_steps,
-        restart=args.restart,
-        command=getattr(args, "command_line", None),  # set by ``main``
-    )
+    try:
+        values = read_flags(args, names)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return RunRequest(names, command=getattr(args, "command_line", None), **values)  # (main)
 
 
 def _reproduce(request: RunRequest) -> int:

@@ -51,7 +51,7 @@ def test_concurrent_seeds_get_different_gpus(four_gpus, monkeypatch, tmp_path: P
 
     monkeypatch.setattr(subprocess, "Popen", FakeSeed)
     monkeypatch.setattr(req, "merge_dirs", lambda dirs, out, command: "merged")
-    request = RunRequest(("coordconv",), seeds=(0, 1, 2, 3, 4), multi=True, jobs=2, device="cuda")
+    request = RunRequest(("coordconv",), seeds=(0, 1, 2, 3, 4), jobs=2, device="cuda")
     assert req.run_seeds(request, "coordconv", tmp_path) == "merged"
     assert len(seen) == 5 and {g for g, _ in seen} <= {"0", "1"}
     assert all(n == 1 for _, n in seen)  # never two seeds on one GPU at once

@@ -3,11 +3,11 @@
 A ``Trainer`` owns: batch sampling (a deterministic function of seed and step, so resuming from a
 checkpoint continues the exact same trajectory), the optimisation step, learning-rate schedules as
 pure functions of the step, NaN/inf detection, metric averaging (``engine.window``) and JSONL
-logging (TensorBoard too when installed), progress bars, periodic atomic checkpoints (every
-``checkpoint_every`` steps and every ``checkpoint_seconds`` of wall time), clean stops on SIGINT /
-SIGTERM (``engine.interrupt``), and DistributedDataParallel when the process was launched by
-``torchrun`` (unless ``local=True``: a model of this process alone, e.g. one item of a grid that
-the ranks share out).
+logging (TensorBoard too when asked for: ``engine.tensorboard``), progress bars, periodic atomic
+checkpoints (every ``checkpoint_every`` steps and every ``checkpoint_seconds`` of wall time), clean
+stops on SIGINT / SIGTERM (``engine.interrupt``), and DistributedDataParallel when the process
+was launched by ``torchrun`` (unless ``local=True``: a model of this process alone, e.g. one item
+of a grid that the ranks share out).
 
 The host does not wait for the device at every step. The loss and the metrics of each step stay
 on the device, summed into a window that also marks the first step whose loss was not finite;
@@ -61,7 +61,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -74,6 +74,7 @@ from paperzoo.engine import budget as step_budget
 from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import faults, interrupt
 from paperzoo.engine import precision as num_precision
+from paperzoo.engine import tensorboard as tb
 from paperzoo.engine.distributed import DistInfo, agree_max, all_reduce_means, current
 from paperzoo.engine.progress import ProgressLines
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
@@ -258,6 +259,11 @@ class Trainer:
         local: the model belongs to this process alone (under torchrun each rank trains its own
             models, e.g. its items of a grid): no DDP wrapper, every batch whole on this process
             (not split across ranks), and every rank logs and checkpoints into its ``out_dir``.
+        tensorboard: also write the logged records as TensorBoard scalars to
+            ``out_dir/tensorboard`` (rank 0); None: when the run asked for them
+            (``engine.tensorboard.requested``, ``reproduce --tensorboard``). The writer is open
+            while ``fit`` runs and closed when it returns or raises, and by ``close`` (the
+            Trainer is also a context manager that closes it).
     """
 
     def __init__(
@@ -274,6 +280,7 @@ class Trainer:
         manual: bool = False,
         device: str | torch.device = "cpu",
         local: bool = False,
+        tensorboard: bool | None = None,
     ) -> None:
         if optimizer is None and not manual:
             raise ValueError("an optimizer is required unless manual=True")
@@ -303,7 +310,11 @@ class Trainer:
         self.finished = False  # the final checkpoint was written (or loaded)
         self._saved_at = time.monotonic()  # when the last checkpoint was written
         self._window = MetricWindow()  # the metrics since the last record, on the device
-        self._tb: Any = None
+        if tensorboard is None:
+            tensorboard = tb.is_requested()
+        self._tb: tb.ScalarWriter | None = None
+        if tensorboard and self.out_dir is not None and self.dist.is_main:
+            self._tb = tb.ScalarWriter(self.out_dir / "tensorboard")
         self._timing: step_budget.Loop | None = None  # fit under a step budget: its record
         inject = faults.inject_nan_at()  # PAPERZOO_INJECT_NAN=RANK:STEP (tests of divergence)
         self._nan_step = inject[1] if inject is not None and inject[0] == current().rank else None
@@ -574,17 +585,20 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with open(self.out_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
-        if self._tb is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
+        if self._tb is not None:
+            self._tb.add(record)
 
-                self._tb = SummaryWriter(str(self.out_dir / "tensorboard"))
-            except ImportError:
-                self._tb = False
-        if self._tb:
-            for k, v in record.items():
-                if k != "step":
-                    self._tb.add_scalar(k, v, int(record["step"]))
+    def close(self) -> None:
+        """Close the TensorBoard writer (its thread and event file), if one is open; a later
+        ``fit`` opens a new one."""
+        if self._tb is not None:
+            self._tb.close()
+
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _evaluate(self) -> None:
         if self.eval_fn is None:
@@ -621,7 +635,7 @@ class Trainer:
         # --precision bf16: the forwards of the trained modules run under autocast, their outputs
         # come back in fp32 (the loss, backward, optimizer and metrics stay fp32; engine.precision)
         forwards = num_precision.autocast_modules(self._modules().values())
-        with torch.random.fork_rng(devices=devices), forwards:
+        with torch.random.fork_rng(devices=devices), forwards, closing(self):
             torch.manual_seed(derive_seed(self.config.seed, "global"))
             resumed = self.resume() if resume else False
             if resume and self.dist.enabled:

@@ -266,7 +266,12 @@ class Option:
 
 @dataclass(frozen=True)
 class RunContext:
-    """Everything about one invocation that is not the experiment's own config."""
+    """Everything about one invocation that is not the experiment's own config.
+
+    ``paperzoo reproduce`` fills the fields that its options give from the table of its
+    options (``paperzoo.experiments.flags.REPRODUCE_FLAGS``, entries with ``context``) and keeps
+    every option's value as given in ``flags``.
+    """
 
     scale: str = "quick"
     seed: int = 0
@@ -287,6 +292,11 @@ class RunContext:
     precision: str = "fp32"
     dist: DistInfo = field(default_factory=DistInfo)
     restart: bool = False  # --restart: clear what an earlier run left in out_dir first
+    # --tensorboard: the training loops also write TensorBoard event files (the runner turns
+    # them on around ``run``: paperzoo.engine.tensorboard)
+    tensorboard: bool = False
+    # every ``reproduce`` option's value as given, by ``dest`` (empty outside ``reproduce``)
+    flags: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     # Selection hygiene check (tests): test data passed through ``holdout`` raise when read
     # outside ``final_evaluation()`` (paperzoo.data.holdout). Off: both are no-ops.
     guard_test: bool = False

@@ -1,7 +1,8 @@
 """One ``paperzoo reproduce`` command as a value: ``RunRequest``.
 
-The command line is parsed once into a ``RunRequest``; everything that repeats the command is
-made from it: the ``RunContext`` of each seed's run (``context``), the command line of each
+The command line is parsed once into a ``RunRequest``, the values of the options in the table
+``paperzoo.experiments.flags.REPRODUCE_FLAGS``; everything that repeats the command is made from
+it and that table: the ``RunContext`` of each seed's run (``context``), the command line of each
 seed's process in a multi-seed run (``child_argv``), and the command that resumes an interrupted
 run (``resume_command``). ``run`` checks the request before anything is written, then runs it:
 one process per seed with ``--seeds`` (``jobs`` at a time, aggregated), else in this process
@@ -20,14 +21,20 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from paperzoo.engine.distributed import DistInfo
-from paperzoo.experiments.base import EXPERIMENTS, Option, RunContext
+from paperzoo.experiments.base import RunContext
+from paperzoo.experiments.flags import (
+    PaperOptions,
+    context_flags,
+    flag_argv,
+    flag_defaults,
+)
 from paperzoo.experiments.merging import merge_dirs
 from paperzoo.experiments.runner import (
     check_run,
@@ -46,19 +53,6 @@ class SeedRunError(RuntimeError):
 
 class SeedUsageError(ValueError):
     """The seed processes exited 2 (bad arguments or data): the first one's own error."""
-
-
-def paper_options() -> dict[str, tuple[Option, tuple[str, ...]]]:
-    """Every registered paper's own options by flag: (the option, the papers declaring it), in
-    the papers' name order and each paper's declaration order."""
-    import paperzoo.experiments  # noqa: F401  (registers every experiment)
-
-    found: dict[str, tuple[Option, tuple[str, ...]]] = {}
-    for name in EXPERIMENTS.names():
-        for opt in get_experiment(name).options:
-            first, papers = found.get(opt.flag, (opt, ()))
-            found[opt.flag] = (first, (*papers, name))
-    return found
 
 
 def cores() -> int:
@@ -124,42 +118,54 @@ def gpu_slots(device: str | None, jobs: int) -> list[str] | None:
     return [gpus[i % len(gpus)] for i in range(jobs)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RunRequest:
-    """What ``paperzoo reproduce`` was asked to do; fields are the command-line flags as given.
+    """What ``paperzoo reproduce`` was asked to do: the papers, and the value of every option of
+    the table ``REPRODUCE_FLAGS`` (``paperzoo.experiments.flags``) by its ``dest``, read as an
+    attribute (``request.scale``, ``request.data_root``, ``request.overrides``: the ``--set``
+    items in order, ``request.options``: the papers' own options given, by flag). An option
+    not given has its default.
 
     Args:
         names: the papers to run (every registered one for ``--all``).
-        all: ``--all`` was given (the resume command repeats it).
-        seeds: the seeds; ``multi``: given as ``--seeds`` (one process each, aggregated).
-        jobs: seed processes at once; ``threads``: torch threads (None: cores / jobs).
-        out: ``--out`` (None: ``runs/NAME-SCALE-sSEED`` or ``-seedsA-B``).
-        overrides: the ``--set KEY=VALUE`` items, in order.
-        options: the papers' own options that were given, by flag.
         command: the command line, recorded in results.json.
+        **values: the options by ``dest``.
+
+    Raises:
+        TypeError: a name that is no option of the table.
     """
 
     names: tuple[str, ...]
-    all: bool = False
-    scale: str = "quick"
-    seeds: tuple[int, ...] = (0,)
-    multi: bool = False
-    jobs: int = 1
-    threads: int | None = None
-    out: Path | None = None
-    overrides: tuple[str, ...] = ()
-    dataset: str | None = None
-    data_root: Path | None = None
-    download: bool = False
-    device: str | None = None
-    precision: str | None = None
-    quiet: bool = False
-    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    shard: tuple[int, int] | None = None
-    part: str | None = None
-    max_steps: int | None = None
-    restart: bool = False
-    command: str | None = None
+    values: Mapping[str, Any]
+    command: str | None
+
+    def __init__(self, names: Sequence[str], *, command: str | None = None, **values: Any):
+        defaults = flag_defaults()
+        unknown = sorted(set(values) - set(defaults))
+        if unknown:
+            raise TypeError(f"RunRequest: {unknown[0]!r} is no option of REPRODUCE_FLAGS")
+        given = defaults | values
+        given["options"] = MappingProxyType(dict(given["options"]))
+        object.__setattr__(self, "names", tuple(names))
+        object.__setattr__(self, "values", MappingProxyType(given))
+        object.__setattr__(self, "command", command)
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The seeds to run: ``--seeds``, else ``--seed``."""
+        given = self.values["seeds"]
+        return tuple(given) if given is not None else (self.values["seed"],)
+
+    @property
+    def multi(self) -> bool:
+        """The seeds were given as ``--seeds``: one process each, aggregated."""
+        return self.values["seeds"] is not None
 
     # -- what the request repeats -----------------------------------------------------------
 
@@ -171,71 +177,38 @@ class RunRequest:
         tag = f"seeds{self.seeds[0]}-{self.seeds[-1]}" if self.multi else f"s{self.seeds[0]}"
         return Path("runs") / f"{name}-{self.scale}-{tag}"
 
-    def paper_options(self, name: str) -> list[tuple[Option, Any]]:
-        """The options of paper ``name`` that were given, with their values."""
-        declared = get_experiment(name).options
-        return [(o, self.options[o.flag]) for o in declared if o.flag in self.options]
-
     def context(self, name: str, seed: int, out: Path, dist: DistInfo, device: str) -> RunContext:
-        """The ``RunContext`` of paper ``name``'s run of ``seed`` in ``out``."""
+        """The ``RunContext`` of paper ``name``'s run of ``seed`` in ``out``: the options the
+        table gives the run (``Flag.context``), paper ``name``'s own options and the precision
+        (``--precision``, else the paper's default on ``device``)."""
         from paperzoo.engine.precision import default_precision
 
         cuda_precision = get_experiment(name).cuda_precision
-        precision = self.precision or default_precision(cuda_precision, device)
+        options = PaperOptions.given(self.options, name)
         return RunContext(
-            scale=self.scale,
             seed=seed,
             device=device,
             out_dir=out,
-            data_root=self.data_root,
-            download=self.download,
-            dataset=self.dataset,
-            quiet=self.quiet,
-            options=MappingProxyType({o.dest: v for o, v in self.paper_options(name)}),
-            shard=self.shard,
-            max_steps=self.max_steps,
-            precision=precision,
+            options=MappingProxyType({o.dest: v for o, v in options}),
+            precision=self.precision or default_precision(cuda_precision, device),
             dist=dist,
-            part=self.part,
             command=self.command,
-            restart=self.restart,
+            flags=self.values,
+            **context_flags(self.values),
         )
-
-    def _flags(self, options: list[tuple[Option, Any]], *, restart: bool) -> list[str]:
-        """The flags that every seed's process and the resume command repeat."""
-        out = ["--scale", self.scale]
-        for opt, value in options:
-            out += opt.argv(value)
-        for flag, value in (
-            ("--dataset", self.dataset),
-            ("--data-root", self.data_root),
-            ("--device", self.device),
-            ("--precision", self.precision),
-        ):
-            if value is not None:
-                out += [flag, str(value)]
-        if self.download:
-            out.append("--download")
-        if self.part is not None:
-            out += ["--part", self.part]
-        for item in self.overrides:
-            out += ["--set", item]
-        if self.max_steps is not None:
-            out += ["--max-steps", str(self.max_steps)]
-        if restart and self.restart:
-            out.append("--restart")
-        return out
 
     def child_argv(self, name: str, seed: int, out: Path, threads: int) -> list[str]:
         """The ``paperzoo`` arguments of paper ``name``'s process for ``seed`` in a multi-seed
-        run: this command with one seed, its own ``out`` and ``threads``."""
+        run: this command with one seed, its own ``out`` and ``threads``, and the options the
+        seeds repeat (``Flag.seeds``)."""
         argv = ["reproduce", name, "--seed", str(seed), "--out", str(out)]
         argv += ["--threads", str(threads)]
-        return argv + self._flags(self.paper_options(name), restart=True)
+        return argv + list(flag_argv(self.values, lambda f: f.seeds, name))
 
     def resume_command(self) -> str:
-        """The command that resumes this run: the same command with its ``--out`` and without
-        ``--restart`` (resuming must not start over)."""
+        """The command that resumes this run: the same command with its ``--out`` and the
+        options the resume repeats (``Flag.resume``; not ``--restart``: resuming must not
+        start over)."""
         cmd = ["paperzoo", "reproduce", "--all" if self.all else self.names[0]]
         if self.multi:
             cmd += ["--seeds", ",".join(map(str, self.seeds))]
@@ -245,18 +218,7 @@ class RunRequest:
             cmd += ["--jobs", str(self.jobs)]
         if self.out is not None or not self.all:
             cmd += ["--out", str(self.out if self.out is not None else self.out_dir(self.names[0]))]
-        given = [
-            (opt, self.options[flag])
-            for flag, (opt, _) in paper_options().items()
-            if flag in self.options
-        ]
-        cmd += self._flags(given, restart=False)
-        if self.threads:
-            cmd += ["--threads", str(self.threads)]
-        if self.shard is not None:
-            cmd += ["--shard", f"{self.shard[0]}/{self.shard[1]}"]
-        if self.quiet:
-            cmd.append("--quiet")
+        cmd += flag_argv(self.values, lambda f: f.resume, None)
         return shlex.join(cmd)
 
     # -- running it ---------------------------------------------------------------------------
@@ -297,6 +259,10 @@ class RunRequest:
             )
         if self.jobs > 1 and not self.multi:
             raise ValueError("--jobs needs --seeds")
+        if self.tensorboard:
+            from paperzoo.engine.tensorboard import require
+
+            require()
         jobs, threads = self.seed_jobs, self.seed_threads
         if self.multi and jobs * threads > cores():
             raise ValueError(

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from paperzoo.engine import budget
+from paperzoo.engine import budget, tensorboard
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import check_shared_dir
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
@@ -134,28 +134,18 @@ class RunMismatchError(ValueError):
 
 def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[str, Any]:
     """What decides a run's numbers (not the device or thread count): the resumable identity."""
-    spec: dict[str, Any] = {
-        "paper": name,
-        "scale": ctx.scale,
-        "seed": ctx.seed,
-        "dataset": dataset,
-        "data_root": str(Path(ctx.data_root).resolve()) if ctx.data_root is not None else None,
-        "options": {k: list(v) if isinstance(v, tuple) else v for k, v in ctx.options.items()},
-        "shard": list(ctx.shard) if ctx.shard else None,
-        "config": config_to_dict(cfg),
-    }
-    if ctx.part is not None:  # a part is another run (absent: the records of older runs match)
-        spec["part"] = ctx.part
-    if ctx.max_steps is not None:  # a capped run is another run (never resumed as a real one)
-        spec["max_steps"] = ctx.max_steps
-    if ctx.precision != "fp32":  # another precision is another run (absent: fp32, older records)
-        spec["precision"] = ctx.precision
+    from paperzoo.experiments.flags import recorded_flags
     from paperzoo.provenance import code_identity
 
+    spec: dict[str, Any] = {"paper": name, "seed": ctx.seed, "dataset": dataset}
+    # the options that make it another run (the table's ``record``): the scale, the data root,
+    # the papers' options, the shard, the part, a step cap, the precision
+    spec |= recorded_flags(ctx)
+    spec["config"] = config_to_dict(cfg)
     # models trained by other code are never resumed: the paper's package (and, for a paper of an
     # installed package, the paperzoo that trains it)
     spec["code"] = dict(code_identity(get_experiment(name)))
-    if code_identity(get_experiment(name)) != code_identity():
+    if spec["code"] != code_identity():
         spec["paperzoo_code"] = dict(code_identity())
     spec["data_files"] = data_files_digest(ctx.data_root)
     return spec
@@ -362,7 +352,10 @@ def run_experiment(
     line = plan_line(exp, cfg, ctx)
     if line:
         log.info("%s", line)
-    with SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock:
+    with (
+        SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock,
+        tensorboard.requested(ctx.tensorboard),  # --tensorboard: the Trainers write event files
+    ):
         result = _run_and_build(exp, cfg, ctx, overrides, clock)
     if ctx.dist.is_main:
         write_report(result, ctx.out_dir, judge(result, ctx.out_dir))
