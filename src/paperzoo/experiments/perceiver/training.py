@@ -324,12 +324,13 @@ def count_top1(
 
     Each batch (uint8 images, normalised on the device) runs in chunks of ``micro_batch`` under
     the run's precision (bf16 autocast under ``--precision bf16``, as in training; logits cast to
-    float32). The counts add up on the device and are read once, after the all-reduce.
+    float32). The invariance is an exact property: the pair's forwards on its images run again
+    in float32 (``engine.precision.exact_comparison``), whatever the run's precision. The counts
+    add up on the device and are read once, after the all-reduce.
     """
     from paperzoo.data.imagenet import normalize
 
     keys = list(models)
-    first, second = keys.index(pair[0]), keys.index(pair[1])
     correct = torch.zeros(len(keys), dtype=torch.int64, device=device)
     worst = torch.zeros((), device=device)
     n_seen = 0  # on the host too: the batch sizes are known there
@@ -342,7 +343,8 @@ def count_top1(
             correct += torch.stack([(out.argmax(1) == yb).sum() for out in logits])
             if n_seen < invariance:
                 k = min(len(yb), invariance - n_seen)
-                diff = (logits[first][:k] - logits[second][:k]).abs().max()
+                with num_precision.exact_comparison():
+                    diff = (models[pair[0]](xb[:k]) - models[pair[1]](xb[:k])).abs().max()
                 worst = torch.maximum(worst, diff)
             n_seen += len(yb)
     totals = torch.cat([correct, correct.new_tensor([n_seen])])  # + this rank's images
