@@ -25,6 +25,7 @@ from paperzoo.data.transforms import as_set, translate
 from paperzoo.engine import TrainConfig, Trainer, seeded, warmup_cosine
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import collective_device, current
+from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.perceiver.config import Config, PerceiverImageNetConfig
 from paperzoo.models.perceiver import (
     IMAGENET,
@@ -336,8 +337,8 @@ def count_top1(
     n_seen = 0  # on the host too: the batch sizes are known there
     for x, y in batches:
         for start in range(0, len(y), micro_batch):
-            xb = normalize(x[start : start + micro_batch].to(device))
-            yb = y[start : start + micro_batch].to(device)
+            xb = normalize(to_device(x[start : start + micro_batch], device))
+            yb = to_device(y[start : start + micro_batch], device)
             with num_precision.autocast_forward():
                 logits = [num_precision.to_float32(models[k](xb)) for k in keys]
             correct += torch.stack([(out.argmax(1) == yb).sum() for out in logits])
