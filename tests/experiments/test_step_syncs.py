@@ -11,7 +11,9 @@ experiment keeps on its device is put on the meta device, and ``recording_syncs`
   ``bool``, ``numpy``, ``cpu``), answered with zeros where a number is asked (copying a meta
   tensor to the host raises);
 * every ``Tensor.to`` that moves a tensor to another device without ``non_blocking=True``: on
-  CUDA, from ordinary host memory, a copy the host waits for behind the queued kernels.
+  CUDA, from ordinary host memory, a copy the host waits for behind the queued kernels;
+* every index of a device tensor by a host tensor (``x[idx]``), which PyTorch copies to the
+  device that way.
 
 One step of each loop must record nothing. On the CPU the same code gives the numbers it gave
 before (here the AnnealedVAE's regulariser; the smoke runs of every paper compare whole runs).
@@ -53,7 +55,7 @@ def _non_blocking(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 def recording_syncs() -> Iterator[list[str]]:
     """Record the device reads and blocking copies made inside the block (see the module)."""
     events: list[str] = []
-    saved = {name: getattr(torch.Tensor, name) for name in (*_READS, "to")}
+    saved = {name: getattr(torch.Tensor, name) for name in (*_READS, "to", "__getitem__")}
 
     def reader(name: str) -> Any:
         original = saved[name]
@@ -70,6 +72,14 @@ def recording_syncs() -> Iterator[list[str]]:
 
         return read
 
+    def getitem(self: Tensor, index: Any) -> Any:
+        parts = index if isinstance(index, tuple) else (index,)
+        if self.device.type != "cpu" and any(
+            isinstance(i, Tensor) and i.device.type == "cpu" for i in parts
+        ):
+            events.append(f"host index into a {self.device.type} tensor")
+        return saved["__getitem__"](self, index)
+
     def to(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         dev = _target(args, kwargs)
         if dev is not None and dev.type != self.device.type and not _non_blocking(args, kwargs):
@@ -79,6 +89,7 @@ def recording_syncs() -> Iterator[list[str]]:
     for name in _READS:
         setattr(torch.Tensor, name, reader(name))
     torch.Tensor.to = to  # type: ignore[method-assign]
+    torch.Tensor.__getitem__ = getitem  # type: ignore[method-assign]
     try:
         yield events
     finally:
@@ -93,7 +104,13 @@ def test_the_recorder_sees_a_blocking_copy_and_a_read() -> None:
         x.to(META, non_blocking=True)
         x.to(torch.float64)  # no device: no copy between devices
         float(y.sum())
-    assert events == ["blocking copy cpu -> meta", "__float__ of a meta tensor"]
+        y[torch.tensor([0, 2])]
+        y[torch.tensor([0, 2], device=META)]
+    assert events == [
+        "blocking copy cpu -> meta",
+        "__float__ of a meta tensor",
+        "host index into a meta tensor",
+    ]
 
 
 # -- the helper ------------------------------------------------------------------------------------
@@ -253,3 +270,64 @@ def test_an_attacks_random_start_drawn_on_the_host_does_not_block() -> None:
         with recording_syncs() as events:
             delta = random_in_ball(like, 0.3, norm, torch.Generator().manual_seed(0))
         assert not events and delta.device == META
+
+
+def test_the_perceiver_experiments_permutation_is_applied_on_the_device() -> None:
+    """The permuted models' ``prepare`` runs in every training step: the fixed permutation is
+    copied to the images' device once, not indexed from the host each step."""
+    from paperzoo.experiments.perceiver import CONFIGS as PERCEIVER
+    from paperzoo.experiments.perceiver.training import build_models
+
+    perm = torch.randperm(16, generator=torch.Generator().manual_seed(0))
+    cands = build_models(
+        PERCEIVER["smoke"], image_shape=(1, 4, 4), num_classes=3, perm=perm, seed=0
+    )
+    x = torch.arange(32.0).view(2, 1, 4, 4)
+    with recording_syncs() as events:
+        for key in ("perceiver_permuted", "convnet_permuted"):
+            for _ in range(2):  # two steps
+                assert cands[key].prepare(x.to(META, non_blocking=True)).device == META
+    assert not events
+    expected = x.flatten(2)[:, :, perm]  # on the CPU: the permutation as before
+    assert torch.equal(cands["convnet_permuted"].prepare(x).flatten(2), expected)
+
+
+def test_the_coordconv_regressor_step_does_not_read_its_input_back() -> None:
+    """On the CPU ``maps`` picks its fused path by looking at the image frame; on a device it
+    takes the layer-by-layer path without reading the frame back."""
+    from paperzoo.models.coordconv import CoordConvRegressor
+
+    torch.manual_seed(0)
+    model = CoordConvRegressor()
+    x = torch.zeros(2, 1, 16, 16)
+    x[:, 0, 8, 8] = 1.0
+    cpu = model(x)
+    meta = model.to(META)
+    with recording_syncs() as events:
+        assert meta(x.to(META, non_blocking=True)).shape == cpu.shape
+    assert not events
+
+
+def test_a_ggnn_steps_plan_is_built_on_the_host_and_moved_without_blocking() -> None:
+    """The propagation plan of a step's batch (CSR matrices of its edges) is built from the host
+    batch and moved like the batch: built from the device batch, its index arithmetic (on the
+    host) reads the edges back every step."""
+    from paperzoo.experiments.ggnn.training import plan_on_device
+    from paperzoo.models.ggnn import GatedGraphNet, StackedGatedGraphNet
+
+    torch.manual_seed(0)
+    net = GatedGraphNet(state_dim=4, annotation_dim=1, num_edge_types=1, num_steps=2)
+    stacked = StackedGatedGraphNet(models=[net, net])
+    edge_index = torch.tensor([[0, 1, 3, 4], [1, 2, 4, 5]])  # two models' graphs, 3 nodes each
+    edge_type = torch.zeros(4, dtype=torch.long)
+    plan = stacked.plan(edge_index, edge_type, 6)
+    assert plan_on_device(plan, "cpu") is plan  # on the CPU: the plan itself
+    with recording_syncs() as events:
+        moved = plan_on_device(plan, META)
+    assert not events
+    assert moved.adj.device == moved.adj_t.device == moved.degree.device == META
+    assert moved.adj.shape == plan.adj.shape and moved.adj.layout == torch.sparse_csr
+    # what the step did before: the plan from the device batch reads the device
+    with recording_syncs() as events, pytest.raises(NotImplementedError):
+        stacked.plan(edge_index.to(META, non_blocking=True), edge_type.to(META), 6)
+    assert any(e.endswith("of a meta tensor") for e in events)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -204,6 +206,28 @@ def batch_on_device(
     """A collated batch on ``device``, its floating tensors as ``dtype``, copied without
     blocking the host (``engine.transfer.to_device``)."""
     return {n: to_device(t, device, dtype if t.is_floating_point() else None) for n, t in b.items()}
+
+
+def plan_on_device(plan: PropagationPlan, device: str | torch.device) -> PropagationPlan:
+    """``plan`` (built on the host) with its tensors on ``device``, copied without blocking the
+    host; on the CPU ``plan`` itself."""
+    if torch.device(device).type == "cpu":
+        return plan
+
+    def csr(m: Tensor) -> Tensor:
+        with warnings.catch_warnings():  # torch warns once that sparse CSR support is in beta
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(
+                to_device(m.crow_indices(), device),
+                to_device(m.col_indices(), device),
+                to_device(m.values(), device),
+                m.shape,
+                check_invariants=False,  # built by ``_csr``; a check would read the device
+            )
+
+    adj = csr(plan.adj)
+    adj_t = adj if plan.adj_t is plan.adj else csr(plan.adj_t)
+    return replace(plan, adj=adj, adj_t=adj_t, degree=to_device(plan.degree, device))
 
 
 def _graph_logits(model: nn.Module, kind: str, b: dict[str, Tensor]) -> Tensor:
@@ -445,8 +469,11 @@ def train_restarts(
     def loss_fn(m: nn.Module, step: int) -> Tensor:
         idx = torch.cat([bt.indices(step) for bt in batches])  # (K*B,): run k's, k-th block
         union = bank.batch(idx) if bank else babi.collate([train[i] for i in idx.tolist()])
+        # the plan from the host batch (its index arithmetic runs on the host; built from a
+        # device batch it would read the edges back every step), then both to the device
+        plan = stacked.plan(union["edge_index"], union["edge_type"], len(union["x"]))
         b = batch_on_device(union, ctx.device, dtype)
-        logp = _stacked_graph_logits(m, kind, b, None)  # type: ignore[arg-type]
+        logp = _stacked_graph_logits(m, kind, b, plan_on_device(plan, ctx.device))  # type: ignore[arg-type]
         y = b["y"].view(runs, -1, b["y"].shape[1])  # (K, B, L)
         return _stacked_sequence_loss(logp, y, torch.ones_like(y[..., 0], dtype=torch.bool))
 

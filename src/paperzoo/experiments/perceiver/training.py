@@ -68,8 +68,12 @@ def build_models(
     """
     c, h, w = image_shape
 
+    on_device: dict[torch.device, Tensor] = {}  # the permutation where the images are
+
     def permute(x: Tensor) -> Tensor:  # (N, C, H, W) -> same shape, pixels shuffled
-        return x.flatten(2)[:, :, perm].reshape(x.shape)
+        if x.device not in on_device:  # copied once (a host index would be copied every step)
+            on_device[x.device] = to_device(perm, x.device)
+        return x.flatten(2)[:, :, on_device[x.device]].reshape(x.shape)
 
     pcfg = replace(cfg.perceiver, input_channels=c, index_dims=(h, w), num_classes=num_classes)
     if pcfg.position != "fourier":
