@@ -331,3 +331,36 @@ def test_a_ggnn_steps_plan_is_built_on_the_host_and_moved_without_blocking() -> 
     with recording_syncs() as events, pytest.raises(NotImplementedError):
         stacked.plan(edge_index.to(META, non_blocking=True), edge_type.to(META), 6)
     assert any(e.endswith("of a meta tensor") for e in events)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_the_steps_make_no_synchronising_call() -> None:
+    """The same steps on a GPU under ``torch.cuda.set_sync_debug_mode("error")``, which raises
+    on every call that makes the host wait for the device (each step runs once before, outside
+    the check, so that one-time set-up is not counted)."""
+    from paperzoo.adversarial.attacks import random_in_ball
+    from paperzoo.experiments.resnet import CONFIGS, ResNetExperiment
+    from paperzoo.models.vae import make_optimizers, train_step
+
+    cuda = torch.device("cuda")
+    cfg = replace(CONFIGS["smoke"], batch_size=8, pad=4, flip=True)
+    x, y = torch.rand(20, 3, 8, 8, device=cuda), torch.zeros(20, dtype=torch.long, device=cuda)
+    resnet_batch = ResNetExperiment._batches(x, y, cfg, seed=0)
+    vae = _vae("annealed_vae").to(cuda)
+    vae_opt, _ = make_optimizers(vae)
+    images = torch.rand(4, 1, 16, 16)
+    like = torch.zeros(3, 1, 4, 4, device=cuda)
+    steps = [
+        lambda: resnet_batch(0, torch.Generator().manual_seed(0)),
+        lambda: train_step(vae, to_device(images, cuda), vae_opt),
+        lambda: random_in_ball(like, 0.3, "linf", torch.Generator().manual_seed(0)),
+    ]
+    for step in steps:
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for step in steps:
+            step()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
