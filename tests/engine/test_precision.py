@@ -75,6 +75,38 @@ def test_full_precision_inside_a_bf16_block_is_fp32():
         assert not torch.equal(net(x), exact)
 
 
+def test_exact_comparison_is_fp32_inside_bf16():
+    net, x = _net(), torch.randn(5, 8)
+    exact = net(x)
+    with num_precision.using("bf16", "cpu"), num_precision.autocast_modules([net]):
+        with num_precision.exact_comparison():
+            assert torch.equal(net(x), exact) and net.hidden_dtypes[-1] == torch.float32
+            with num_precision.autocast_forward() as on:
+                assert not on
+        assert not torch.equal(net(x), exact)  # bf16 again after the block
+
+
+def test_exact_comparison_turns_tf32_off_and_restores_the_flags():
+    """(The backend flags exist without a GPU.)"""
+    saved = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+        torch.get_float32_matmul_precision(),
+    )
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    try:
+        with num_precision.exact_comparison():
+            assert not torch.backends.cuda.matmul.allow_tf32
+            assert not torch.backends.cudnn.allow_tf32
+            assert torch.get_float32_matmul_precision() == "highest"
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
+
+
 def test_outside_using_nothing_changes():
     assert num_precision.active() == num_precision.Setting("fp32", "cpu")
     net = _net()

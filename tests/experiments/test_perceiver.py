@@ -49,6 +49,18 @@ def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
     assert {"accuracy", "attention"} <= {Path(f).stem for f in data["figures"]}
 
 
+def test_a_bf16_smoke_run_holds_the_invariance_check(smoke_ctx: RunContext) -> None:
+    """Trained and evaluated under bf16 autocast, the Perceiver is still checked for invariance
+    in float32: a bf16 forward rounds its logits to multiples of ~2e-3 near 0.5, far above the
+    check's bound of 1e-4."""
+    result = run_experiment("perceiver", replace(smoke_ctx, precision="bf16"))
+    assert result.precision == "bf16"
+    by_id = {c.id: c for c in result.claims}
+    assert by_id["permuted.perceiver.invariant"].measured is True
+    data = json.loads((smoke_ctx.out_dir / "results.json").read_text())
+    assert 0.0 <= data["details"]["invariance_max_abs_logit_diff"] <= 1e-4
+
+
 def test_models_share_initialisation_and_see_their_pixel_order() -> None:
     cfg = replace(CONFIGS["smoke"], raster_pos_steps=2)
     perm = torch.randperm(28 * 28, generator=torch.Generator().manual_seed(0))

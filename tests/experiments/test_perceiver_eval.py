@@ -3,7 +3,7 @@ over them, forwards under the run's precision.
 
 * In one process: the ranks' shares of the validation images cover the evaluated images exactly
   once whatever the world size; the counts of the ranks add up to one process's; the forward runs
-  under bf16 autocast at ``--precision bf16``; a capped run on a tiny ImageNet as rank 1 of 2
+  under bf16 autocast at ``--precision bf16``, the invariance check in float32; a capped run on a tiny ImageNet as rank 1 of 2
   evaluates rank 1's share only, in bf16.
 * Two CPU ranks (gloo, ``torchrun``): the all-reduced counts equal one process's.
 
@@ -108,12 +108,16 @@ def test_the_counts_of_the_ranks_add_up_to_one_process(world: int) -> None:
     ("fp32", False, torch.float32),
 ])  # fmt: skip
 def test_the_forward_runs_under_the_runs_precision(setting, autocast, dtype) -> None:
+    """Top-1 at the run's precision; the invariance pair's forwards on its 2 images once more, in
+    float32 whatever the precision (an exact property)."""
     models = _models()
     with precision.using(setting, "cpu"):
         count_top1(models, _batches(np.arange(N_VAL)), device="cpu", micro_batch=MICRO,
                    invariance=2)  # fmt: skip
-    for m in models.values():
-        assert m.seen == [(autocast, dtype)] * 5  # batches of 4, 4, 3 in chunks of 3 and 1
+    top1 = [(autocast, dtype)] * 5  # batches of 4, 4, 3 in chunks of 3 and 1
+    assert models["resnet50_raster"].seen == top1
+    for key in PAIR:  # the first chunk: top-1, then the invariance images in float32
+        assert models[key].seen == [top1[0], (False, torch.float32), *top1[1:]]
 
 
 SHRINK = [
@@ -129,7 +133,7 @@ def test_a_rank_of_a_capped_imagenet_run_evaluates_its_share_in_bf16(
 ) -> None:
     """Rank 1 of 2 (no process group: nothing to reduce) of a --max-steps 3 run at
     --precision bf16 on 3 validation images: it evaluates 1 of them (the other rank 2), every
-    evaluation forward in bf16."""
+    top-1 forward in bf16, the invariance check's in float32."""
     from paperzoo.engine import budget
     from paperzoo.engine.distributed import DistInfo
     from paperzoo.experiments import RunContext
@@ -154,8 +158,9 @@ def test_a_rank_of_a_capped_imagenet_run_evaluates_its_share_in_bf16(
     with budget.capped(budget.StepBudget(3)), precision.using("bf16", "cpu"):
         outcome = get_experiment("perceiver").run(cfg, ctx)
     assert outcome.details["validation_images"] == 1  # its share of 3: [1::2]
-    assert seen and set(seen) == {torch.bfloat16}
-    assert len(seen) == 4  # 1 image, 4 evaluated models (the permuted Perceiver included)
+    # 1 image: 4 evaluated models in bf16 (the permuted Perceiver included), then the
+    # invariance pair in float32
+    assert seen == [torch.bfloat16] * 4 + [torch.float32] * 2
 
 
 # -- two ranks -------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from torch import Tensor
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, download_file
 from paperzoo.data.layouts import all_files, register_layout
+from paperzoo.engine.transfer import to_device
 from paperzoo.utils.io import sha256_file
 
 log = logging.getLogger(__name__)
@@ -477,8 +478,9 @@ def random_crop_flip(
     mirror = torch.rand(b, generator=generator) < 0.5 if flip else torch.zeros(b, dtype=torch.bool)
     cols_fwd = torch.arange(w)
     cols = torch.where(mirror[:, None], cols_fwd.flip(0)[None, :], cols_fwd[None, :])  # (B, W)
-    rows = (oy[:, None] + torch.arange(h)).to(x.device)  # (B, H) rows of the padded image
-    cols = (ox[:, None] + cols).to(x.device)  # (B, W), mirrored where flipped
+    # (the draws are made on the CPU: copied to x's device without blocking the host)
+    rows = to_device(oy[:, None] + torch.arange(h), x.device)  # (B, H) rows of the padded image
+    cols = to_device(ox[:, None] + cols, x.device)  # (B, W), mirrored where flipped
     xp = F.pad(x, (padding, padding, padding, padding)).permute(0, 2, 3, 1)  # (B, H+2p, W+2p, C)
     bidx = torch.arange(b, device=x.device)[:, None, None]
     out = xp[bidx, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)

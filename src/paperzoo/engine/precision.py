@@ -38,6 +38,13 @@ that stalls on a bf16 gradient reads as robustness; WRM's certificate is a bound
 maximisation solved to a tolerance). Code that must stay float32 inside a training loop uses
 ``full_precision()``.
 
+Checks of an exact property (an invariance or an equivalence that holds by construction, such as
+the Perceiver's logits under a joint permutation of pixels and positions) compare two forwards at
+a float32 tolerance. They run inside ``exact_comparison()``: IEEE float32 whatever the setting,
+with TF32 off on CUDA too. In bf16 (8 significant bits) a value in [0.25, 0.5) is rounded to a
+multiple of 2**-9 (about 2e-3), so a different summation order alone can move a logit by more
+than such a tolerance, and the check would measure the rounding, not the property.
+
 The precision in force is process-wide state (a ``ContextVar``), set by the runner around an
 experiment's ``run`` with ``using``; library code reads it with ``active()``. Without ``using``
 everything here is a no-op and code runs in float32.
@@ -64,6 +71,7 @@ __all__ = [
     "autocast_modules",
     "check",
     "default_precision",
+    "exact_comparison",
     "full_precision",
     "to_float32",
     "using",
@@ -168,6 +176,27 @@ def full_precision() -> Iterator[None]:
             yield
     finally:
         _SUSPENDED.reset(token)
+
+
+@contextmanager
+def exact_comparison() -> Iterator[None]:
+    """A block that measures an exact property (an invariance, an equivalence) in IEEE float32
+    whatever the setting: no bf16 autocast (as ``full_precision``) and no TF32 in CUDA matrix
+    products and convolutions. The caller's TF32 flags are restored on exit. Under ``fp32`` on
+    the CPU the block changes nothing: the same operations, the same numbers."""
+    saved = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+        torch.get_float32_matmul_precision(),
+    )
+    _set_tf32(False)
+    try:
+        with full_precision():
+            yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved[0]
+        torch.backends.cudnn.allow_tf32 = saved[1]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 def to_float32(value: Any) -> Any:

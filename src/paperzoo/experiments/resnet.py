@@ -58,6 +58,7 @@ from paperzoo.data.splits import validation_split
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.engine.distributed import DistInfo, current
 from paperzoo.engine.trainer import BatchSampler
+from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import (
     EXPERIMENTS,
     ClaimSpec,
@@ -342,7 +343,8 @@ class ResNetExperiment(Experiment):
 
         def batch(step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
             idx = sampler.indices(step)
-            xb, yb = x[idx.to(x.device)], y[idx.to(y.device)]
+            idx = to_device(idx, x.device)  # (B,) pinned and asynchronous on CUDA
+            xb, yb = x[idx], y[idx]
             if cfg.pad or cfg.flip:
                 xb = random_crop_flip(xb, generator=g, padding=cfg.pad, flip=cfg.flip)
             return xb[dist.rank :: dist.world_size], yb[dist.rank :: dist.world_size]

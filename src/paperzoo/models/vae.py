@@ -232,8 +232,11 @@ class VAE(nn.Module):
         if self.method == "beta_vae":
             return self.beta * kl  # Eq. 4 (beta-VAE)
         if self.method == "annealed_vae":
-            c = min(self.c_max, self.c_max * float(self.step) / self.iteration_threshold)
-            return self.gamma * (kl - c).abs()  # Eq. 8 (Burgess et al.)
+            # The capacity C grows linearly to c_max over iteration_threshold steps, computed
+            # from the step buffer where it lives (no read of the device per step): float64 as
+            # Python's arithmetic, rounded once to kl's dtype.
+            c = (self.step.double() * self.c_max / self.iteration_threshold).clamp(max=self.c_max)
+            return self.gamma * (kl - c.to(kl.dtype)).abs()  # Eq. 8 (Burgess et al.)
         if self.method == "factor_vae":
             return kl
         if self.method in ("dip_vae_i", "dip_vae_ii"):

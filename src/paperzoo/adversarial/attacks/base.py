@@ -32,6 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from paperzoo.engine.transfer import to_device
+
 LossFn = Callable[[Tensor, Tensor], Tensor]
 NORMS = ("linf", "l2")
 
@@ -98,18 +100,20 @@ def project(delta: Tensor, eps: float, norm: str) -> Tensor:
 def random_in_ball(
     like: Tensor, eps: float, norm: str, generator: torch.Generator | None = None
 ) -> Tensor:
-    """A uniform sample from the ``norm`` ball of radius ``eps`` for each example of ``like``."""
+    """A uniform sample from the ``norm`` ball of radius ``eps`` for each example of ``like``,
+    on ``like``'s device (drawn on the generator's; a CPU draw goes to a GPU without blocking
+    the host)."""
     shape, dev = like.shape, like.device
     gdev = generator.device if generator is not None else dev
     if norm == "linf":
         u = torch.rand(shape, generator=generator, device=gdev, dtype=like.dtype)
-        return ((2 * u - 1) * eps).to(dev)
+        return to_device((2 * u - 1) * eps, dev)
     # l_2: direction uniform on the sphere, radius eps * U^(1/d) (uniform in volume).
     d = like[0].numel()
     z = torch.randn(shape, generator=generator, device=gdev, dtype=like.dtype)
     r = torch.rand(shape[0], generator=generator, device=gdev, dtype=like.dtype) ** (1.0 / d)
     z = z / _flat_norm(z).clamp_min(1e-12)
-    return (z * (eps * r).view(-1, *([1] * (len(shape) - 1)))).to(dev)
+    return to_device(z * (eps * r).view(-1, *([1] * (len(shape) - 1))), dev)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ Protocol: docs/disentanglement.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from paperzoo.engine import (
     save_weights,
     seeded,
 )
+from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.disentanglement.config import (
     DRY_RUN_BATCH,
@@ -122,6 +124,19 @@ def _random_code(dim: int, seed: int):
 # -- one item of the grid ---------------------------------------------------------------------------
 
 
+def _vae_batches(
+    env: Env, cfg: Config, device: str
+) -> Callable[[int, torch.Generator], tuple[Tensor]]:
+    """``step, generator -> (images,)``: the VAE's batch, rendered on the host and copied to
+    ``device`` without blocking the host."""
+
+    def batch(step: int, g: torch.Generator) -> tuple[Tensor]:
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
+        return (to_device(env.train.sample_observations(cfg.vae_batch, rng), device),)
+
+    return batch
+
+
 def _train_vae(spec: ModelSpec, cfg: Config, ctx: RunContext, env: Env, out: Path) -> VAE:
     hp = dict(spec.hparams)
     if spec.method == "annealed_vae":
@@ -138,10 +153,6 @@ def _train_vae(spec: ModelSpec, cfg: Config, ctx: RunContext, env: Env, out: Pat
     extra: dict[str, Any] = {"vae_opt": vae_opt}
     if disc_opt is not None:
         extra["disc_opt"] = disc_opt
-
-    def batch(step: int, g: torch.Generator) -> tuple[Tensor]:
-        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
-        return (env.train.sample_observations(cfg.vae_batch, rng),)
 
     def loss_fn(m: VAE, b: tuple[Tensor]) -> dict[str, Tensor]:
         return train_step(m, b[0], vae_opt, disc_opt)
@@ -169,19 +180,22 @@ def _train_vae(spec: ModelSpec, cfg: Config, ctx: RunContext, env: Env, out: Pat
         local=True,  # under torchrun each rank trains its own grid items
     )
     with seeded(seed):  # the reparameterisation noise comes from the (checkpointed) global stream
-        trainer.fit(batch, resume=True)
+        trainer.fit(_vae_batches(env, cfg, ctx.device), resume=True)
     model.eval()
     save_weights(weights, model)
     return model
 
 
-def _vae_representation(model: VAE):
-    """The encoder mean on the model's device; codes come back on the CPU."""
+def _vae_representation(model: VAE, *, on_host: bool = True):
+    """The encoder mean on the model's device; the images are copied there without blocking
+    the host, the codes come back on the CPU (``on_host=False``: they stay on the device, for
+    the WReN's training steps)."""
     device = next(model.parameters()).device
 
     def rep(x: Tensor) -> Tensor:
         with torch.no_grad():
-            return model.represent(x.to(device)).cpu()
+            codes = model.represent(to_device(x, device))
+        return codes.cpu() if on_host else codes
 
     return rep
 
@@ -311,6 +325,25 @@ def _wren_hparams(cfg: Config, ctx: RunContext, item: str, run: int) -> dict[str
     return {k: v[int(rng.integers(len(v)))] for k, v in WREN_GRID.items()}
 
 
+def _wren_batches(item: str, rep, cfg: Config, ctx: RunContext, env: Env) -> Any:
+    """The WReN's training data: the encoded pool of training puzzles (three tensors), or,
+    without a pool, ``step, generator -> batch`` of fresh puzzles, encoded and on
+    ``ctx.device`` (a VAE's codes are made there; the others are copied without blocking the
+    host)."""
+    if env.train_pgms is not None:
+        tr_ctx, tr_ans = _panel_codes(item, rep, env, env.train_pgms, ctx, "train")
+        return tr_ctx, tr_ans, torch.as_tensor(env.train_pgms.target)
+
+    def data(step: int, g: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
+        p = sample_pgms(env.pgm.factor_sizes, cfg.wren_batch, rng)
+        c, a = _panel_codes(item, rep, env, p, ctx, f"train-{step}")
+        y = torch.as_tensor(p.target)
+        return to_device(c, ctx.device), to_device(a, ctx.device), to_device(y, ctx.device)
+
+    return data
+
+
 def _train_wren(
     item: str, rep, cfg: Config, ctx: RunContext, env: Env, out: Path
 ) -> dict[str, Any]:
@@ -327,16 +360,7 @@ def _train_wren(
         ctx.holdout(t, f"test puzzles ({k})")
         for t, k in ((test_ctx, "context"), (test_ans, "answers"), (test_y, "targets"))
     )
-    if env.train_pgms is not None:
-        tr_ctx, tr_ans = _panel_codes(item, rep, env, env.train_pgms, ctx, "train")
-        data: Any = (tr_ctx, tr_ans, torch.as_tensor(env.train_pgms.target))
-    else:
-
-        def data(step: int, g: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
-            rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
-            p = sample_pgms(env.pgm.factor_sizes, cfg.wren_batch, rng)
-            c, a = _panel_codes(item, rep, env, p, ctx, f"train-{step}")
-            return c, a, torch.as_tensor(p.target)
+    data = _wren_batches(item, rep, cfg, ctx, env)
 
     def loss_fn(m: WReN, batch: tuple[Tensor, Tensor, Tensor]):
         logits = m(batch[0], batch[1])
@@ -349,12 +373,12 @@ def _train_wren(
         was = m.training
         m.eval()
         dev = next(m.parameters()).device
-        correct = 0
+        correct = torch.zeros((), dtype=torch.long, device=dev)  # counted on the device
         for i in range(0, len(test_y), 512):
-            logits = m(test_ctx[i : i + 512].to(dev), test_ans[i : i + 512].to(dev))
-            correct += int((logits.argmax(1).cpu() == test_y[i : i + 512]).sum())
+            logits = m(to_device(test_ctx[i : i + 512], dev), to_device(test_ans[i : i + 512], dev))
+            correct += (logits.argmax(1) == to_device(test_y[i : i + 512], dev)).sum()
         m.train(was)
-        return correct / len(test_y)
+        return int(correct) / len(test_y)  # one read
 
     def snapshot_fn(trainer: list[Trainer], snaps: Path) -> Any:
         """eval_fn saving the weights at the steps of ``wren_steps`` (evaluated at the end)."""
@@ -465,10 +489,10 @@ def evaluate_item(
             model = _train_vae(spec, cfg, ctx, env, out)
         except NonFiniteLossError as err:
             return _diverged(item, record, "its VAE", err, cached)
-        rep = _vae_representation(model)
-        record["metrics"] = _metrics(rep, env.train, cfg, ctx)
+        record["metrics"] = _metrics(_vae_representation(model), env.train, cfg, ctx)
         record["metrics"]["reconstruction"] = -_reconstruction(model, env.train, cfg, ctx)
         record["weights"] = str((out / "vae.safetensors").resolve())
+        rep = _vae_representation(model, on_host=False)  # the WReN trains on the device
     try:
         record["wren"] = _train_wren(item, rep, cfg, ctx, env, out)
     except NonFiniteLossError as err:

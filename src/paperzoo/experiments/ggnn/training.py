@@ -13,7 +13,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from torch import Tensor, nn
 from paperzoo.data import babi
 from paperzoo.engine import budget, derive_seed, seeded
 from paperzoo.engine.batched import BatchedKeeper, fit_batched, model_samplers
+from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.ggnn.config import (
     BASELINE,
@@ -195,6 +198,36 @@ class _EarliestKeeper(BatchedKeeper):
             if _better(a, lo, self.best[k], ties_by_loss=False):
                 self.best[k] = (float(a), -float(lo))
                 self.state[k] = {n: t[k].detach().clone() for n, t in params.items()}
+
+
+def batch_on_device(
+    b: dict[str, Tensor], device: str | torch.device, dtype: torch.dtype
+) -> dict[str, Tensor]:
+    """A collated batch on ``device``, its floating tensors as ``dtype``, copied without
+    blocking the host (``engine.transfer.to_device``)."""
+    return {n: to_device(t, device, dtype if t.is_floating_point() else None) for n, t in b.items()}
+
+
+def plan_on_device(plan: PropagationPlan, device: str | torch.device) -> PropagationPlan:
+    """``plan`` (built on the host) with its tensors on ``device``, copied without blocking the
+    host; on the CPU ``plan`` itself."""
+    if torch.device(device).type == "cpu":
+        return plan
+
+    def csr(m: Tensor) -> Tensor:
+        with warnings.catch_warnings():  # torch warns once that sparse CSR support is in beta
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(
+                to_device(m.crow_indices(), device),
+                to_device(m.col_indices(), device),
+                to_device(m.values(), device),
+                m.shape,
+                check_invariants=False,  # built by ``_csr``; a check would read the device
+            )
+
+    adj = csr(plan.adj)
+    adj_t = adj if plan.adj_t is plan.adj else csr(plan.adj_t)
+    return replace(plan, adj=adj, adj_t=adj_t, degree=to_device(plan.degree, device))
 
 
 def _graph_logits(model: nn.Module, kind: str, b: dict[str, Tensor]) -> Tensor:
@@ -431,19 +464,16 @@ def train_restarts(
     stacked.to(ctx.device, dtype)  # float64: the float32 draws, converted
     models = [m.to(dtype) for m in models]  # (receive the selected weights at the end)
 
-    def to_device(b: dict[str, Tensor]) -> dict[str, Tensor]:
-        return {
-            n: t.to(ctx.device, dtype) if t.is_floating_point() else t.to(ctx.device)
-            for n, t in b.items()
-        }
-
     bank = _GraphBank(train) if _GraphBank.fits(train) else None
 
     def loss_fn(m: nn.Module, step: int) -> Tensor:
         idx = torch.cat([bt.indices(step) for bt in batches])  # (K*B,): run k's, k-th block
         union = bank.batch(idx) if bank else babi.collate([train[i] for i in idx.tolist()])
-        b = to_device(union)
-        logp = _stacked_graph_logits(m, kind, b, None)  # type: ignore[arg-type]
+        # the plan from the host batch (its index arithmetic runs on the host; built from a
+        # device batch it would read the edges back every step), then both to the device
+        plan = stacked.plan(union["edge_index"], union["edge_type"], len(union["x"]))
+        b = batch_on_device(union, ctx.device, dtype)
+        logp = _stacked_graph_logits(m, kind, b, plan_on_device(plan, ctx.device))  # type: ignore[arg-type]
         y = b["y"].view(runs, -1, b["y"].shape[1])  # (K, B, L)
         return _stacked_sequence_loss(logp, y, torch.ones_like(y[..., 0], dtype=torch.bool))
 
@@ -452,7 +482,7 @@ def train_restarts(
     chunks = []
     for i in range(0, len(val), 500):
         part = val[i : i + 500]
-        b = to_device(babi.collate(part * runs))
+        b = batch_on_device(babi.collate(part * runs), ctx.device, dtype)
         chunks.append((len(part), b, stacked.plan(b["edge_index"], b["edge_type"], len(b["x"]))))
 
     def evaluate(m: nn.Module) -> tuple[list[float], list[float]]:
@@ -600,7 +630,7 @@ def run_baselines(
         rows = torch.arange(len(samplers)).unsqueeze(1)
         t, n, yy = tok[rows, idx], ln[rows, idx].clamp(min=1), y[rows, idx]
         yy = yy.masked_fill(~mask.unsqueeze(-1), babi.IGNORE)  # padding rows: no loss
-        t, n, yy, mask = (v.to(ctx.device) for v in (t, n, yy, mask))
+        t, n, yy, mask = (to_device(v, ctx.device) for v in (t, n, yy, mask))
         out = F.log_softmax(m(t, n, num_outputs=yy.shape[2]), -1)
         return _stacked_sequence_loss(out, yy, mask)
 

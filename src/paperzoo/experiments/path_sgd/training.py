@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, seeded
+from paperzoo.engine import precision as num_precision
 from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.grid import read_record, write_record
 from paperzoo.experiments.path_sgd.config import INITS, Config
@@ -293,10 +294,13 @@ def invariance_nets(
 
 def invariance_diff(pair: list[nn.Module] | None, data: Data, ctx: RunContext) -> float | None:
     """The max relative difference of the float64 pair's test logits (None: one diverged); in
-    the final evaluation."""
+    the final evaluation. An exact property: the forwards run in ``exact_comparison`` (bf16
+    autocast leaves float64 alone, but the check does not rely on it)."""
     if pair is None:
         return None
-    return _rel_max_diff(*(predict(net, data.x_test.double(), device=ctx.device) for net in pair))
+    with num_precision.exact_comparison():
+        logits = [predict(net, data.x_test.double(), device=ctx.device) for net in pair]
+    return _rel_max_diff(*logits)
 
 
 def pair_diff(runs: dict[tuple[str, str, float], Run], opt: str, lr: float) -> float | None:

@@ -20,6 +20,7 @@ from paperzoo.data import load_dataset
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.data.splits import validation_split
 from paperzoo.data.transforms import as_set
+from paperzoo.engine import precision as num_precision
 from paperzoo.engine import step_decay
 from paperzoo.experiments.base import (
     EXPERIMENTS,
@@ -203,17 +204,18 @@ class PerceiverExperiment(Experiment):
                 log.info("%s: test accuracy %.4f (%d parameters)", key, acc[key], params[key])
             if raster is not None:
                 # Exact invariance: the raster-trained Perceiver on jointly permuted test pixels
-                # + positions.
+                # + positions, both forwards in float32 whatever the run's precision.
                 raster_model = raster.model
                 assert isinstance(raster_model, PerceiverWithPositions)
                 xte = as_set(x_test)
-                base = predict(raster_model, xte, device=ctx.device)
                 pos = raster_model.model.position_features()
-                jointly = predict(
-                    PerceiverWithPositions(raster_model.model, pos[perm]),
-                    xte[:, perm],
-                    device=ctx.device,
-                )
+                with num_precision.exact_comparison():
+                    base = predict(raster_model, xte, device=ctx.device)
+                    jointly = predict(
+                        PerceiverWithPositions(raster_model.model, pos[perm]),
+                        xte[:, perm],
+                        device=ctx.device,
+                    )
                 max_diff = (base - jointly).abs().max().item()
             if {"perceiver_raster", "perceiver_permuted"} <= set(cands):
                 figures.append(self._attention_figure(cands, x_test, perm, cfg, ctx))
@@ -268,7 +270,8 @@ class PerceiverExperiment(Experiment):
         if max_diff is not None:
             notes.append(
                 "Max |logit difference| of the raster Perceiver under a joint permutation of "
-                f"pixels and positions: {max_diff:.2e} (float summation order only)."
+                f"pixels and positions: {max_diff:.2e} (float32 forwards whatever the run's "
+                "precision: float summation order only)."
             )
         vs_mlp = measured["mnist.perceiver_vs_mlp.test_acc"]
         if vs_mlp is not None:
@@ -404,8 +407,9 @@ class PerceiverExperiment(Experiment):
         for m in evaluated.values():
             m.eval()
         # Under torchrun each rank evaluates its share of the images (counts summed over the
-        # ranks, the invariance check on each rank's first share of its images), at the run's
-        # precision (bf16 autocast under --precision bf16, as in training).
+        # ranks, the invariance check on each rank's first share of its images). Top-1 at the
+        # run's precision (bf16 autocast under --precision bf16, as in training); the invariance
+        # check in float32 whatever the precision.
         rank, world = ctx.dist.rank, ctx.dist.world_size
         with ctx.final_evaluation():
             batches = iterate_eval(
@@ -456,7 +460,8 @@ class PerceiverExperiment(Experiment):
             "Parameters: " + ", ".join(f"{k} {v:,}" for k, v in params.items()) + ".",
             f"Max |logit difference| of the raster Perceiver under a joint permutation of pixels "
             f"and positions on {min(n_seen, cfg.invariance_images)} validation images: "
-            f"{max_diff:.2e} (bound {cfg.invariance_atol:g}; float summation order only).",
+            f"{max_diff:.2e} (bound {cfg.invariance_atol:g}; float32 forwards whatever the run's "
+            "precision: float summation order only).",
             "The paper (Tab. 2): Perceiver (FF) 78.0 / 78.0 %, ResNet-50 (FF) 73.5 / 39.4 % "
             "(raster / permuted).",
         ]

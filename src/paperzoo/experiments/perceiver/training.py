@@ -25,6 +25,7 @@ from paperzoo.data.transforms import as_set, translate
 from paperzoo.engine import TrainConfig, Trainer, seeded, warmup_cosine
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import collective_device, current
+from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.perceiver.config import Config, PerceiverImageNetConfig
 from paperzoo.models.perceiver import (
     IMAGENET,
@@ -67,8 +68,12 @@ def build_models(
     """
     c, h, w = image_shape
 
+    on_device: dict[torch.device, Tensor] = {}  # the permutation where the images are
+
     def permute(x: Tensor) -> Tensor:  # (N, C, H, W) -> same shape, pixels shuffled
-        return x.flatten(2)[:, :, perm].reshape(x.shape)
+        if x.device not in on_device:  # copied once (a host index would be copied every step)
+            on_device[x.device] = to_device(perm, x.device)
+        return x.flatten(2)[:, :, on_device[x.device]].reshape(x.shape)
 
     pcfg = replace(cfg.perceiver, input_channels=c, index_dims=(h, w), num_classes=num_classes)
     if pcfg.position != "fourier":
@@ -324,25 +329,27 @@ def count_top1(
 
     Each batch (uint8 images, normalised on the device) runs in chunks of ``micro_batch`` under
     the run's precision (bf16 autocast under ``--precision bf16``, as in training; logits cast to
-    float32). The counts add up on the device and are read once, after the all-reduce.
+    float32). The invariance is an exact property: the pair's forwards on its images run again
+    in float32 (``engine.precision.exact_comparison``), whatever the run's precision. The counts
+    add up on the device and are read once, after the all-reduce.
     """
     from paperzoo.data.imagenet import normalize
 
     keys = list(models)
-    first, second = keys.index(pair[0]), keys.index(pair[1])
     correct = torch.zeros(len(keys), dtype=torch.int64, device=device)
     worst = torch.zeros((), device=device)
     n_seen = 0  # on the host too: the batch sizes are known there
     for x, y in batches:
         for start in range(0, len(y), micro_batch):
-            xb = normalize(x[start : start + micro_batch].to(device))
-            yb = y[start : start + micro_batch].to(device)
+            xb = normalize(to_device(x[start : start + micro_batch], device))
+            yb = to_device(y[start : start + micro_batch], device)
             with num_precision.autocast_forward():
                 logits = [num_precision.to_float32(models[k](xb)) for k in keys]
             correct += torch.stack([(out.argmax(1) == yb).sum() for out in logits])
             if n_seen < invariance:
                 k = min(len(yb), invariance - n_seen)
-                diff = (logits[first][:k] - logits[second][:k]).abs().max()
+                with num_precision.exact_comparison():
+                    diff = (models[pair[0]](xb[:k]) - models[pair[1]](xb[:k])).abs().max()
                 worst = torch.maximum(worst, diff)
             n_seen += len(yb)
     totals = torch.cat([correct, correct.new_tensor([n_seen])])  # + this rank's images

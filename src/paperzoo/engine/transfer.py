@@ -1,0 +1,38 @@
+"""Host-to-device copies that do not make the host wait.
+
+A plain ``tensor.to("cuda")`` from ordinary (pageable) host memory is a synchronisation point:
+the copy is queued behind every kernel already on the stream and the host waits until it is
+done, so a training loop that copies its batch that way waits for the previous step's kernels
+each step. ``to_device`` copies from page-locked (pinned) memory with ``non_blocking=True``:
+the copy is queued and the host goes on to queue the step's kernels, which run after it on the
+same stream. PyTorch's pinned-memory allocator keeps the pinned buffer alive until the copy has
+finished, so the source may be dropped at once.
+
+On the CPU nothing changes: a tensor already on the destination is returned as
+``tensor.to(device, dtype)`` returns it (the same object when no dtype conversion is asked).
+Copies to the host (``.cpu()``) are reads and stay blocking: their caller needs the values.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["to_device"]
+
+
+def to_device(x: Tensor, device: str | torch.device, dtype: torch.dtype | None = None) -> Tensor:
+    """``x.to(device, dtype)`` without blocking the host when it copies host memory to a GPU.
+
+    Args:
+        x: the tensor to move.
+        device: where it goes; a copy from the CPU to CUDA goes through pinned memory and is
+            asynchronous, a copy between other devices or onto the CPU is ``Tensor.to``'s.
+        dtype: the dtype to convert to on the way (None: keep ``x``'s).
+    """
+    dev = torch.device(device)
+    if dev.type == "cpu" or x.device.type != "cpu":
+        return x.to(dev, dtype)  # onto the host (a read), or between devices: as Tensor.to
+    if dev.type == "cuda" and not x.is_pinned():
+        x = x.pin_memory()  # page-locked: the copy below can run asynchronously
+    return x.to(dev, dtype, non_blocking=True)
