@@ -41,13 +41,13 @@ $(BIN)/.docs: $(BIN)/.installed
 API_MODULES := paperzoo paperzoo.nn paperzoo.models paperzoo.optim paperzoo.adversarial \
 	paperzoo.adversarial.attacks paperzoo.adversarial.defenses paperzoo.metrics \
 	paperzoo.metrics.disentanglement paperzoo.data paperzoo.data.ground_truth paperzoo.engine \
-	paperzoo.registry paperzoo.utils
+	paperzoo.registry paperzoo.utils paperzoo.paper
 docs: $(BIN)/.docs
 	rm -rf build/api
 	$(BIN)/pdoc --docformat google --no-search -o build/api $(API_MODULES) \
 		'!paperzoo.experiments' '!paperzoo.verdict' '!paperzoo.cli' '!paperzoo.bench' \
 		'!paperzoo.catalogue' '!paperzoo.cost' '!paperzoo.provenance' '!paperzoo.report' \
-		'!paperzoo.summary'
+		'!paperzoo.summary' '!paperzoo.scaffold'
 
 $(BIN)/.bench: $(BIN)/.installed
 	$(BIN)/python -m pip install -q -e '.[bench]'

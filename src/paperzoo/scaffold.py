@@ -112,7 +112,7 @@ class Paper(Experiment):
         ),
     )
     configs = {{
-        "smoke": Config(steps=60),
+        "smoke": Config(steps=300),
         "quick": Config(),
         "full": Config(steps=5000),
     }}
