@@ -187,8 +187,10 @@ def test_every_name_of_the_surface_is_documented() -> None:
 def test_the_api_reference_documents_the_surface() -> None:
     from pathlib import Path
 
+    import pytest
+
     makefile = Path(__file__).resolve().parents[1] / "Makefile"
     if not makefile.is_file():
-        return  # an installed package: no Makefile beside the tests
+        pytest.skip("an installed package: no Makefile beside the tests")
     block = makefile.read_text().split("API_MODULES :=", 1)[1].split("\ndocs:", 1)[0]
     assert "paperzoo.paper" in block.split()
