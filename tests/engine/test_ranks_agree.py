@@ -15,6 +15,10 @@ evaluations), not at every step:
   (after step 3: ``trainer.step`` 4), the stop checkpoint is at step 4, and a resumed run ends
   with the weights of an uninterrupted one. Each logged record is the mean over the ranks, the
   same on both (also once resumed).
+* ``stop_timed``: as ``stop``, but the ranks log only at the end (``log_every`` past the last
+  step): they meet on the wall-time schedule (every ``agree_seconds`` = 0.2 s, about 10 steps of
+  20 ms), so rank 1's SIGTERM during step 10 stops both ranks at one step about 10 steps later,
+  with a stop checkpoint there, long before the end (the first sync point of the loop).
 * ``resume``: rank 0 finds a checkpoint, rank 1 none (an ``--out`` the ranks do not share):
   both raise ``CheckpointError`` instead of one resuming while the other starts afresh.
 * ``unshared``: each rank's ``--out`` is a directory of its own: every rank fails in one line
@@ -46,6 +50,7 @@ from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
 from paperzoo.engine.faults import INJECT_NAN_ENV, inject_nan_at
 
 WORLD, STEPS = 2, 6
+TIMED_STEPS = 400  # stop_timed: 8 s of 20-ms steps if no rank stopped
 SHORT = timedelta(seconds=30)  # a rank left waiting in a collective fails after this
 
 
@@ -163,6 +168,26 @@ def _worker(mode: str, out: Path) -> int:
         resumed.fit(_data(), resume=True)
         result["resumed"] = _params(m)
         result["resumed_history"] = resumed.history.records
+    elif mode == "stop_timed":
+
+        def slow_loss(model: nn.Module, batch) -> torch.Tensor:  # noqa: ANN001
+            time.sleep(0.02)
+            if info.rank == 1 and trainer.step == 10:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return _loss(model, batch)
+
+        m, opt = _model()
+        cfg = TrainConfig(
+            steps=TIMED_STEPS, batch_size=8, log_every=1000, progress=False, agree_seconds=0.2
+        )
+        trainer = Trainer(m, opt, slow_loss, config=cfg, out_dir=out / "stop")
+        with interrupt.handling():
+            try:
+                trainer.fit(_data())
+            except interrupt.Interrupted as stop:
+                result.update(error="interrupted", step=trainer.step, signum=stop.signum)
+        dist.barrier()  # rank 0's checkpoint is on disk
+        result["stop_checkpoint"] = latest_step(out / "stop" / "checkpoints")
     elif mode == "resume":
         if info.rank == 0:  # an earlier run left a checkpoint at step 3 in rank 0's directory
             m, opt = _model()
@@ -235,6 +260,18 @@ def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> No
     assert ranks[0]["resumed_history"] == ranks[1]["resumed_history"]
     for a, b in zip(ranks[0]["resumed_history"], ranks[0]["history"], strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-12)
+
+
+def test_a_signal_reaches_every_rank_on_the_wall_time_schedule(tmp_path: Path) -> None:
+    ranks = _launch("stop_timed", tmp_path)
+    steps = {r["step"] for r in ranks}
+    assert [(r["error"], r["signum"]) for r in ranks] == [("interrupted", signal.SIGTERM)] * 2
+    assert len(steps) == 1  # both ranks stopped after the same step
+    (step,) = steps
+    # the signal arrived during step 10 (trainer.step 10 -> 11): the next meeting is at most
+    # about agree_seconds (10 steps of 20 ms) later; the run's only sync point is step 400
+    assert 11 <= step <= 40 < TIMED_STEPS
+    assert [r["stop_checkpoint"] for r in ranks] == [step, step]
 
 
 def test_ranks_that_resume_differently_fail_together(tmp_path: Path) -> None:

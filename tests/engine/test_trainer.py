@@ -214,6 +214,8 @@ def test_batch_sampler_ranks_partition_the_global_batch():
 def test_bad_config_and_data_raise():
     with pytest.raises(ValueError, match="batch_size"):
         TrainConfig(steps=1, batch_size=0)
+    with pytest.raises(ValueError, match="agree_seconds must be > 0, got 0"):
+        TrainConfig(steps=1, agree_seconds=0)
     m, opt = _model_and_opt()
     with pytest.raises(ValueError, match="differ in length"):
         Trainer(m, opt, _loss, config=_cfg(1)).fit((torch.zeros(4, 5), torch.zeros(3)))
