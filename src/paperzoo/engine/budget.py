@@ -212,7 +212,9 @@ class StepClock:
 
     @contextmanager
     def apart(self) -> Iterator[None]:
-        """Time the block apart from the iteration (it is counted elsewhere)."""
+        """Time the block apart from the iteration (it is counted elsewhere); the device's
+        queued work of the step is waited for first, so that it counts as the step's."""
+        self._sync()
         start = time.perf_counter()
         try:
             yield

@@ -23,8 +23,8 @@ on any rank (every rank raises ``NonFiniteLossError`` naming the earliest such s
 stop signal reached any rank (every rank stops after that step; rank 0 writes the stop
 checkpoint) and whether a timed checkpoint is due on any rank. The ranks also meet at least every
 ``agree_seconds`` (``MeetingSchedule``), so a signal stops them within about that. Each record is
-the mean over the ranks (the record of the global batch, the same on every rank); they check that
-the ranks resumed the same checkpoint.
+the mean over the ranks (the record of the global batch, the same on every rank), and the ranks
+check that they resumed the same checkpoint.
 
 Resuming (``fit(resume=True)``) continues exactly where the newest checkpoint left off: weights,
 optimizer states, the global RNG, the state of ``extra`` generators and stateful objects, and the
