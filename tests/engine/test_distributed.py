@@ -382,8 +382,9 @@ def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:
 @pytest.mark.parametrize("paper", ["resnet", "disentanglement"])
 def test_a_nan_on_one_rank_ends_every_rank_and_is_recorded(tmp_path: Path, paper: str) -> None:
     """``PAPERZOO_INJECT_NAN=1:2``: rank 1's loss is NaN at step 2 of every model it trains. The
-    run ends on both ranks in bounded time with results.json: ResNet (data-parallel) records
-    every claim as not measured with the divergence; the disentanglement study records the
+    run ends on both ranks in bounded time with results.json: ResNet (a net per rank, the
+    nets shared out; rank 1's diverge) records every claim as not measured with the divergence,
+    as a data-parallel run does; the disentanglement study records the
     items rank 1 trained as diverged, names them, and summarises the others."""
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")

@@ -59,7 +59,7 @@ from paperzoo.data import load_dataset
 from paperzoo.data.base import DataInfo, Split
 from paperzoo.data.cifar import random_crop_flip
 from paperzoo.data.splits import validation_split
-from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
+from paperzoo.engine import History, NonFiniteLossError, TrainConfig, Trainer, budget, seeded
 from paperzoo.engine.distributed import DistInfo, current, wait_for_all_ranks
 from paperzoo.engine.trainer import BatchSampler
 from paperzoo.experiments.base import (
@@ -79,6 +79,7 @@ from paperzoo.utils import count_macs, count_params
 log = logging.getLogger(__name__)
 
 NET_RECORD = "net.json"  # runs/<net>/: a net's measurements, for the other ranks to read
+DIVERGED = "diverged"  # a net record's key when its loss was not finite: {"step", "value"}
 
 
 @dataclass(frozen=True)
@@ -470,10 +471,18 @@ class ResNetExperiment(Experiment):
         # nets are launch-bound on GPUs, where DDP adds collectives and a host sync per BN
         # layer to every step), unless data_parallel asks for DDP.
         per_process = ctx.dist.world_size > 1 and not cfg.data_parallel
-        runs = {}
+        runs: dict[str, dict[str, Any]] = {}
         for name in share_by_depth(names, ctx.dist) if per_process else names:
             log.info("training %s for %d steps", name, cfg.steps)
-            runs[name] = self._train_one(name, cfg, ctx, data, num_classes, local=per_process)
+            try:
+                runs[name] = self._train_one(name, cfg, ctx, data, num_classes, local=per_process)
+            except NonFiniteLossError as err:
+                if not per_process:
+                    raise
+                # the run ends as a data-parallel one does: this process trains no further
+                # net, and every process raises once all have arrived (_gather_nets)
+                runs[name] = {DIVERGED: {"step": err.step, "value": err.value}}
+                break
         if per_process:
             runs = _gather_nets(names, runs, ctx.out_dir / "runs")
         sizes = architecture_sizes()
@@ -657,11 +666,26 @@ def _gather_nets(
 ) -> dict[str, dict[str, Any]]:
     """Every net's record, each rank's read from the shared ``--out`` once every rank has
     trained its own (``wait_for_all_ranks``: no collective, so ranks that finish hours apart
-    wait without the group's timeout)."""
+    wait without the group's timeout).
+
+    Raises:
+        NonFiniteLossError: on every rank, when a net diverged (the earliest step over the
+            nets; ``elsewhere`` when another rank trained it).
+    """
     for name, record in mine.items():
         write_record(runs_dir / name / NET_RECORD, record)
     wait_for_all_ranks("the ResNet nets")
-    return {name: read_record(runs_dir / name / NET_RECORD) for name in names}
+    paths = {name: runs_dir / name / NET_RECORD for name in names}
+    runs = {name: read_record(path) for name, path in paths.items() if path.is_file()}
+    bad = [(r[DIVERGED]["step"], name) for name, r in runs.items() if DIVERGED in r]
+    if bad:
+        step, name = min(bad)
+        value = float(runs[name][DIVERGED]["value"])
+        raise NonFiniteLossError(step, value, elsewhere=name not in mine)
+    missing = [name for name in names if name not in runs]
+    if missing:
+        raise RuntimeError(f"no record of net(s) {', '.join(missing)} in {runs_dir}")
+    return runs
 
 
 def _depth(name: str) -> int:
