@@ -213,6 +213,22 @@ def test_the_perceivers_plan_on_synthetic_imagenet_has_the_papers_steps(tmp_path
     assert plan["resnet50_raster"] == cfg.resnet_epochs * per_epoch
 
 
+def test_a_size_declaration_that_cannot_be_read_fails_in_one_line(tmp_path):
+    from paperzoo.data.base import DataError
+    from paperzoo.data.declared import DECLARED_SIZES, declare_sizes, declared_size
+
+    assert declared_size(tmp_path, "train") is None  # no declaration: the files' own size
+    declare_sizes(tmp_path, "ILSVRC2012", {"train": 1_281_167})
+    assert declared_size(tmp_path, "train") == 1_281_167
+    with pytest.raises(DataError, match="no positive integer size for split 'val'"):
+        declared_size(tmp_path, "val")
+    (tmp_path / DECLARED_SIZES).write_text("{not json")
+    with pytest.raises(DataError, match="not a readable size declaration"):
+        declared_size(tmp_path, "train")
+    with pytest.raises(ValueError, match="declared sizes must be positive integers"):
+        declare_sizes(tmp_path, "x", {"train": 0})
+
+
 def test_a_budget_needs_a_positive_cap():
     with pytest.raises(ValueError, match="max_steps must be >= 1"):
         budget.StepBudget(0)
