@@ -9,9 +9,11 @@ every commit (about 1.5 minutes at one thread).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -78,8 +80,11 @@ def test_the_trainer_stops_at_the_cap_and_records_planned_steps(tmp_path):
     per = loop.per_iteration()
     assert per is not None and per > 0
     assert loop.steady_iterations == 2  # the first step (warm-up) is timed apart
+    assert (loop.warm_calls, loop.points, loop.planned_points) == (1, 2, 100)  # log_every 1
     assert loop.extra_seconds >= 0  # nine evaluations on the way (every 10 of 100 steps)
-    assert loop.estimate() == pytest.approx(per * 100 + loop.extra_seconds)
+    sync = loop.point_cost() * 100
+    expected = loop.warmup_seconds + per * 99 + sync + loop.extra_seconds
+    assert loop.estimate() == pytest.approx(expected)
     # A rerun under the same cap finds the capped run finished; without a cap it would train on.
     t2 = _trainer(100, tmp_path)
     with budget.capped(budget.StepBudget(3)):
@@ -111,10 +116,15 @@ def test_repeats_scale_their_capped_children():
     (steps,) = models.children
     assert (models.planned, models.run) == (10, 2)
     assert (steps.planned, steps.run, steps.calls) == (200, 4, 2)
-    per_step = steps.per_iteration()
-    assert per_step is not None
-    own = models.seconds - steps.seconds
-    assert models.estimate() == pytest.approx((own + per_step * 200) / 2 * 10)
+    assert steps.per_iteration() is not None
+    # each model's own time plus what its steps add to their estimate; the first model as it
+    # ran, the other nine at the second's cost
+    first, second = models.costs
+    assert first is not None and second is not None
+    assert sum(models.costs) == pytest.approx(
+        models.seconds - steps.seconds + steps.estimate(), abs=1e-3
+    )
+    assert models.estimate() == pytest.approx(first + 9 * second)
     summary = b.summary(wall_seconds=models.seconds + 1.0)
     assert summary["max_steps"] == 2 and summary["loops"][0]["planned"] == 10
     assert summary["estimate_seconds"] == pytest.approx(1.0 + models.estimate(), abs=0.1)
@@ -146,6 +156,77 @@ def test_a_run_that_diverges_at_once_still_has_an_estimate():
             _trainer(10, loss_fn=loss).fit(DATA)
     assert b.root.children[0].run == 1
     assert b.summary(wall_seconds=1.0)["estimate_seconds"] is not None
+
+
+def test_a_first_use_cost_of_the_first_repetition_counts_once():
+    # e.g. a lazy import the first model pays (torch's optimizers import torch._dynamo when the
+    # first one is built): the full run pays it once, not once per model
+    with budget.capped(budget.StepBudget(2)) as b:
+        for i in budget.loop(10, "models", kind="repeat"):
+            if i == 0:
+                time.sleep(0.2)
+            list(budget.loop(100, "steps"))
+    (models,) = b.root.children
+    est = models.estimate()
+    assert est is not None and 0.2 <= est < 0.3  # (scaled by 10 / 2 it would be 1 s and more)
+    assert models.to_dict()["first_seconds"] >= 0.2
+
+
+def test_sync_points_and_the_first_record_are_timed_apart(tmp_path, monkeypatch):
+    # The first record pays first-use costs (files and writers opened, e.g. TensorBoard's
+    # import): the warm-up counts it once; every later sync point counts at its own cost.
+    written: list[int] = []
+    log_record = Trainer._log
+
+    def slow_log(self: Trainer, record: dict[str, float]) -> None:
+        time.sleep(0.3 if not written else 0.002)
+        written.append(int(record["step"]))
+        log_record(self, record)
+
+    monkeypatch.setattr(Trainer, "_log", slow_log)
+    t = _trainer(1000, tmp_path)
+    t.config = dataclasses.replace(t.config, log_every=50)
+    with budget.capped(budget.StepBudget(2)) as b:
+        t.fit(DATA)
+    (loop,) = b.root.children
+    est = loop.estimate()
+    # warm-up + 999 steps of microseconds + 20 records of 2 ms, not 1000 x the first record
+    assert est is not None and 0.3 <= est < 2.0
+    assert written == [1, 2]  # a capped run also logs its first (warm-up) step
+    assert (loop.points, loop.planned_points) == (1, 20)
+    assert loop.warmup_seconds >= 0.3 and 0.002 <= loop.point_cost() < 0.1
+
+
+def test_the_perceivers_plan_on_synthetic_imagenet_has_the_papers_steps(tmp_path):
+    from paperzoo.experiments import RunContext
+    from paperzoo.experiments.runner import get_experiment, resolve_config
+
+    spec = importlib.util.spec_from_file_location("synth_data", HERE.parent / "tools/synth_data.py")
+    assert spec is not None and spec.loader is not None
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    assert synth.main([str(tmp_path), "--only", "imagenet", "--small"]) == 0  # 6 images
+    cfg = resolve_config("perceiver", "full")
+    plan = dict(get_experiment("perceiver").plan(cfg, RunContext(scale="full", data_root=tmp_path)))
+    per_epoch = 1_281_167 // cfg.batch_size  # ILSVRC2012's training images, as declared
+    assert plan["perceiver_raster"] == cfg.epochs * per_epoch == 150_120
+    assert plan["resnet50_raster"] == cfg.resnet_epochs * per_epoch
+
+
+def test_a_size_declaration_that_cannot_be_read_fails_in_one_line(tmp_path):
+    from paperzoo.data.base import DataError
+    from paperzoo.data.declared import DECLARED_SIZES, declare_sizes, declared_size
+
+    assert declared_size(tmp_path, "train") is None  # no declaration: the files' own size
+    declare_sizes(tmp_path, "ILSVRC2012", {"train": 1_281_167})
+    assert declared_size(tmp_path, "train") == 1_281_167
+    with pytest.raises(DataError, match="no positive integer size for split 'val'"):
+        declared_size(tmp_path, "val")
+    (tmp_path / DECLARED_SIZES).write_text("{not json")
+    with pytest.raises(DataError, match="not a readable size declaration"):
+        declared_size(tmp_path, "train")
+    with pytest.raises(ValueError, match="declared sizes must be positive integers"):
+        declare_sizes(tmp_path, "x", {"train": 0})
 
 
 def test_a_budget_needs_a_positive_cap():

@@ -15,7 +15,9 @@ loader expects under ``--data-root DIR``:
   (N, 1) in 1..10), MATLAB files written by SciPy;
 * ``imagenet``: DIR/imagenet/{train,val}/<wnid>/*.JPEG, 1,000 class folders named like WordNet
   ids (``n00000000``...) with 2 training and 1 validation JPEG each (80 x 64 pixels; the real
-  set has 1,281,167 / 50,000 images of about 400 x 350: a step's decoding is cheaper here);
+  set has 1,281,167 / 50,000 images of about 400 x 350: a step's decoding is cheaper here), and
+  DIR/imagenet/declared_sizes.json declaring the real counts, so that a run plans the paper's
+  epochs of 1,281,167 images (``paperzoo.data.declared``; the batches cycle over the files);
 * ``dsprites``: DIR/dsprites/dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz, the archive's keys
   (``imgs`` 737,280 x 64 x 64 uint8, ``latents_classes``, ``latents_values``) on the full factor
   grid the loader requires (3 GB, streamed to disk);
@@ -132,6 +134,9 @@ def write_svhn(root: Path, rng: np.random.Generator, small: bool = False) -> boo
 def write_imagenet(root: Path, rng: np.random.Generator, small: bool = False) -> bool:
     from PIL import Image
 
+    from paperzoo.data.declared import declare_sizes
+    from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE
+
     d = root / "imagenet"
     if (d / "val").is_dir():
         return False
@@ -144,6 +149,8 @@ def write_imagenet(root: Path, rng: np.random.Generator, small: bool = False) ->
                 small_img = rng.integers(0, 256, (8, 10, 3), np.uint8)
                 img = Image.fromarray(small_img).resize((80, 64), Image.BILINEAR)
                 img.save(d / split / c / f"{c}_{split}_{i}.JPEG", quality=85)
+    sizes = {"train": IMAGENET_TRAIN_SIZE, "val": 50_000}  # ILSVRC2012's images
+    declare_sizes(d, "ILSVRC2012", sizes)  # the paper's epochs: 1,281,167 images each
     return True
 
 

@@ -382,8 +382,9 @@ def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:
 @pytest.mark.parametrize("paper", ["resnet", "disentanglement"])
 def test_a_nan_on_one_rank_ends_every_rank_and_is_recorded(tmp_path: Path, paper: str) -> None:
     """``PAPERZOO_INJECT_NAN=1:2``: rank 1's loss is NaN at step 2 of every model it trains. The
-    run ends on both ranks in bounded time with results.json: ResNet (data-parallel) records
-    every claim as not measured with the divergence; the disentanglement study records the
+    run ends on both ranks in bounded time with results.json: ResNet (a net per rank, the
+    nets shared out; rank 1's diverge) records every claim as not measured with the divergence,
+    as a data-parallel run does; the disentanglement study records the
     items rank 1 trained as diverged, names them, and summarises the others."""
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")
@@ -420,3 +421,19 @@ def test_a_nan_on_one_rank_ends_every_rank_and_is_recorded(tmp_path: Path, paper
 
 if __name__ == "__main__":
     sys.exit(_worker(sys.argv[1], Path(sys.argv[2])))
+
+
+def test_meetings_fit_the_agreed_time_per_step_into_their_seconds() -> None:
+    from paperzoo.engine.distributed import MeetingSchedule
+
+    meet = MeetingSchedule(5.0, step=100)
+    assert not meet.due(100) and meet.due(101)  # first meeting after the first step
+    meet.met(101, per_step=0.1)  # the slowest rank's 100 ms a step: 50 steps fit in 5 s
+    assert meet.next == 151 and not meet.due(150) and meet.due(151)
+    meet.met(151, per_step=4.8)  # a step of 4.8 s (a Perceiver step on one GPU): every step
+    assert meet.next == 152
+    meet.met(152, per_step=0.0)  # nothing measurable: meet again after the next step
+    assert meet.next == 153
+    assert meet.per_step(153) >= 0.0
+    with pytest.raises(ValueError, match="seconds between meetings must be > 0"):
+        MeetingSchedule(0.0, step=0)

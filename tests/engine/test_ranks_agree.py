@@ -15,6 +15,13 @@ evaluations), not at every step:
   (after step 3: ``trainer.step`` 4), the stop checkpoint is at step 4, and a resumed run ends
   with the weights of an uninterrupted one. Each logged record is the mean over the ranks, the
   same on both (also once resumed).
+* ``stop_timed``: as ``stop``, but the ranks log only at the end (``log_every`` past the last
+  step): they meet on the wall-time schedule (every ``agree_seconds`` = 0.2 s, about 10 steps of
+  20 ms), so rank 1's SIGTERM during step 10 stops both ranks at one step about 10 steps later,
+  with a stop checkpoint there, long before the end (the first sync point of the loop).
+* ``sweep``: ``reproduce resnet --scale smoke`` on both ranks trains each net on one rank alone
+  (``Trainer(local=True)``, the whole batch), the nets shared out by depth, and both ranks'
+  results hold every net; ``--set data_parallel=true`` trains every net on both ranks (DDP).
 * ``resume``: rank 0 finds a checkpoint, rank 1 none (an ``--out`` the ranks do not share):
   both raise ``CheckpointError`` instead of one resuming while the other starts afresh.
 * ``unshared``: each rank's ``--out`` is a directory of its own: every rank fails in one line
@@ -43,9 +50,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
+from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.faults import INJECT_NAN_ENV, inject_nan_at
 
 WORLD, STEPS = 2, 6
+TIMED_STEPS = 400  # stop_timed: 8 s of 20-ms steps if no rank stopped
 SHORT = timedelta(seconds=30)  # a rank left waiting in a collective fails after this
 
 
@@ -117,6 +126,23 @@ def test_inject_nan_in_one_process(monkeypatch: pytest.MonkeyPatch, manual: bool
 # -- the ranks' side -------------------------------------------------------------------------------
 
 
+def test_the_full_resnet_sweep_is_shared_out_by_depth() -> None:
+    from paperzoo.experiments.resnet import CONFIGS, ResNetExperiment, share_by_depth
+
+    nets = ResNetExperiment().model_names(CONFIGS["full"])  # plain 20-56, ResNet 20-110
+    shares = [share_by_depth(nets, DistInfo(r, 8)) for r in range(8)]
+    assert sorted(n for share in shares for n in share) == sorted(nets)  # each net once
+    assert ["resnet110"] in shares  # the deepest alone: the sweep takes as long as it
+    loads = sorted(
+        sum(int(n.removeprefix("plain").removeprefix("resnet")) for n in s) for s in shares
+    )
+    assert loads[-1] == 110 and loads[0] >= 20
+    two = [share_by_depth(nets, DistInfo(r, 2)) for r in range(2)]
+    assert sorted(two[0] + two[1]) == sorted(nets)
+    depth = [sum(int(n.removeprefix("plain").removeprefix("resnet")) for n in s) for s in two]
+    assert sorted(depth) == [206, 208]  # of 414 layers in all
+
+
 def _params(m: nn.Module) -> list[list[float]]:
     return [p.detach().flatten().tolist() for p in m.parameters()]
 
@@ -163,6 +189,48 @@ def _worker(mode: str, out: Path) -> int:
         resumed.fit(_data(), resume=True)
         result["resumed"] = _params(m)
         result["resumed_history"] = resumed.history.records
+    elif mode == "stop_timed":
+
+        def slow_loss(model: nn.Module, batch) -> torch.Tensor:  # noqa: ANN001
+            time.sleep(0.02)
+            if info.rank == 1 and trainer.step == 10:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return _loss(model, batch)
+
+        m, opt = _model()
+        cfg = TrainConfig(
+            steps=TIMED_STEPS, batch_size=8, log_every=1000, progress=False, agree_seconds=0.2
+        )
+        trainer = Trainer(m, opt, slow_loss, config=cfg, out_dir=out / "stop")
+        with interrupt.handling():
+            try:
+                trainer.fit(_data())
+            except interrupt.Interrupted as stop:
+                result.update(error="interrupted", step=trainer.step, signum=stop.signum)
+        dist.barrier()  # rank 0's checkpoint is on disk
+        result["stop_checkpoint"] = latest_step(out / "stop" / "checkpoints")
+    elif mode == "sweep":
+        from paperzoo.cli import main
+        from paperzoo.experiments.resnet import ResNetExperiment
+
+        train_one = ResNetExperiment._train_one
+        trained: dict[str, list] = {"per_process": [], "data_parallel": []}
+
+        def recording(self, name, *args, local=False, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+            trained[mode_now].append([name, local])
+            return train_one(self, name, *args, local=local, **kw)
+
+        ResNetExperiment._train_one = recording  # type: ignore[method-assign]
+        args = ["reproduce", "resnet", "--scale", "smoke", "--device", "cpu", "--quiet"]
+        for mode_now, extra in (
+            ("per_process", []),
+            ("data_parallel", ["--set", "data_parallel=true"]),
+        ):
+            code = main([*args, *extra, "--out", str(out / mode_now)])
+            dist.barrier()  # rank 0 wrote results.json
+            res = json.loads((out / mode_now / "results.json").read_text())
+            result[mode_now] = {"code": code, "nets": sorted(res["details"]["runs"])}
+        result["trained"] = trained
     elif mode == "resume":
         if info.rank == 0:  # an earlier run left a checkpoint at step 3 in rank 0's directory
             m, opt = _model()
@@ -235,6 +303,34 @@ def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> No
     assert ranks[0]["resumed_history"] == ranks[1]["resumed_history"]
     for a, b in zip(ranks[0]["resumed_history"], ranks[0]["history"], strict=True):
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-12)
+
+
+def test_a_signal_reaches_every_rank_on_the_wall_time_schedule(tmp_path: Path) -> None:
+    ranks = _launch("stop_timed", tmp_path)
+    steps = {r["step"] for r in ranks}
+    assert [(r["error"], r["signum"]) for r in ranks] == [("interrupted", signal.SIGTERM)] * 2
+    assert len(steps) == 1  # both ranks stopped after the same step
+    (step,) = steps
+    # the signal arrived during step 10 (trainer.step 10 -> 11): the next meeting is at most
+    # about agree_seconds (10 steps of 20 ms) later; the run's only sync point is step 400
+    assert 11 <= step <= 40 < TIMED_STEPS
+    assert [r["stop_checkpoint"] for r in ranks] == [step, step]
+
+
+def test_the_resnet_sweep_trains_one_net_per_process(tmp_path: Path) -> None:
+    from paperzoo.experiments.resnet import CONFIGS, ResNetExperiment, share_by_depth
+
+    nets = sorted(ResNetExperiment().model_names(CONFIGS["smoke"]))
+    ranks = _launch("sweep", tmp_path)
+    mine = [sorted(n for n, _ in r["trained"]["per_process"]) for r in ranks]
+    assert sorted(mine[0] + mine[1]) == nets and not set(mine[0]) & set(mine[1])
+    for r in ranks:
+        assert all(local for _, local in r["trained"]["per_process"])  # alone: whole batches
+        assert mine[r["rank"]] == sorted(share_by_depth(nets, DistInfo(r["rank"], WORLD)))
+        assert r["per_process"] == {"code": 0, "nets": nets}  # every rank reads every net
+        # data_parallel: every net on every rank, under DDP
+        assert sorted(r["trained"]["data_parallel"]) == [[n, False] for n in nets]
+        assert r["data_parallel"] == {"code": 0, "nets": nets}
 
 
 def test_ranks_that_resume_differently_fail_together(tmp_path: Path) -> None:

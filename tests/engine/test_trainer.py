@@ -7,7 +7,6 @@ from torch import nn
 from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, seeded
 from paperzoo.engine.checkpoint import latest_step, load_state, save_state
 from paperzoo.engine.distributed import DistInfo
-from paperzoo.engine.trainer import BatchSampler
 
 
 def _data():
@@ -200,20 +199,11 @@ def test_procedural_data_source_is_deterministic():
     assert torch.equal(seen[0], seen[2]) and not torch.equal(seen[0], seen[1])
 
 
-def test_batch_sampler_ranks_partition_the_global_batch():
-    full = BatchSampler(20, 8, seed=0, drop_last=True, dist=DistInfo())
-    parts = [
-        BatchSampler(20, 8, seed=0, drop_last=True, dist=DistInfo(rank=r, world_size=2))
-        for r in (0, 1)
-    ]
-    for step in range(5):
-        union = torch.cat([p.indices(step) for p in parts]).sort().values
-        assert torch.equal(union, full.indices(step).sort().values)
-
-
 def test_bad_config_and_data_raise():
     with pytest.raises(ValueError, match="batch_size"):
         TrainConfig(steps=1, batch_size=0)
+    with pytest.raises(ValueError, match="agree_seconds must be > 0, got 0"):
+        TrainConfig(steps=1, agree_seconds=0)
     m, opt = _model_and_opt()
     with pytest.raises(ValueError, match="differ in length"):
         Trainer(m, opt, _loss, config=_cfg(1)).fit((torch.zeros(4, 5), torch.zeros(3)))

@@ -413,7 +413,7 @@ class _StepBatches(Dataset):
         transform: Callable[..., Tensor],
         dist: DistInfo,
     ) -> None:
-        from paperzoo.engine.trainer import BatchSampler
+        from paperzoo.engine.sampler import BatchSampler
 
         self.index, self.batch_size, self.seed = index, batch_size, seed
         self.transform, self.dist = transform, dist

@@ -43,7 +43,8 @@ from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import interrupt
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import DistInfo
-from paperzoo.engine.trainer import BatchSampler, checkpoint_seconds_default
+from paperzoo.engine.sampler import BatchSampler
+from paperzoo.engine.trainer import checkpoint_seconds_default
 from paperzoo.utils.io import atomic_write_text
 
 __all__ = ["BatchedKeeper", "fit_batched", "model_samplers"]
@@ -213,42 +214,49 @@ def fit_batched(
     forwards = num_precision.autocast_modules([model])
     with b.track(desc, "steps", planned) if b is not None else nullcontext() as node, forwards:
         model.train()
-        t0 = t1 = time.perf_counter()
+        # Under a step budget the steps are timed: the first apart, and the validations and
+        # checkpoints on the way apart from the steps (the estimate counts them itself).
+        clock = step_budget.StepClock(node, b.sync) if node is not None else None
+        apart = clock.apart if clock is not None else nullcontext
         saved = time.monotonic()
         step = start
-        with interrupt.deferred(), b.stepping() if b is not None else nullcontext():
-            while step < run_steps:
-                losses = loss_fn(model, step)  # (K,)
-                optimizer.zero_grad(set_to_none=True)
-                losses.sum().backward()  # model k's slice gets model k's gradient
-                if clamp is not None:
-                    for p in model.parameters():
-                        if p.grad is not None:
-                            p.grad.clamp_(-clamp, clamp)
-                optimizer.step()
-                step += 1
-                finite = torch.isfinite(losses.detach()).all()
-                if first_bad is None:
-                    first_bad = torch.full((), -1, dtype=torch.long, device=losses.device)
-                first_bad = torch.where(finite | (first_bad >= 0), first_bad, step)
-                done = losses.detach().double()
-                window["sum"] = done if window["sum"] is None else window["sum"].to(done) + done
-                window["steps"] += 1
-                if eval_every and step % eval_every == 0 and step < run_steps:
-                    validate(step, losses.detach())
-                if step == start + 1:
-                    t1 = time.perf_counter()  # the first step (warm-up) is timed apart
-                if ckpt_dir is not None and every and time.monotonic() - saved >= every:
-                    check_finite()
-                    save(step, False)
-                    saved = time.monotonic()
-                if interrupt.requested() is not None:
-                    check_finite()
-                    save(step, False)
-                    raise interrupt.Interrupted(interrupt.requested() or 0)
-        if node is not None:
-            now = time.perf_counter()
-            node.add(step - start, now - t0, now - t1)
+        try:
+            with interrupt.deferred(), b.stepping() if b is not None else nullcontext():
+                while step < run_steps:
+                    losses = loss_fn(model, step)  # (K,)
+                    optimizer.zero_grad(set_to_none=True)
+                    losses.sum().backward()  # model k's slice gets model k's gradient
+                    if clamp is not None:
+                        for p in model.parameters():
+                            if p.grad is not None:
+                                p.grad.clamp_(-clamp, clamp)
+                    optimizer.step()
+                    step += 1
+                    finite = torch.isfinite(losses.detach()).all()
+                    if first_bad is None:
+                        first_bad = torch.full((), -1, dtype=torch.long, device=losses.device)
+                    first_bad = torch.where(finite | (first_bad >= 0), first_bad, step)
+                    done = losses.detach().double()
+                    prev = window["sum"]
+                    window["sum"] = done if prev is None else prev.to(done) + done
+                    window["steps"] += 1
+                    if eval_every and step % eval_every == 0 and step < run_steps:
+                        with apart():
+                            validate(step, losses.detach())
+                    if ckpt_dir is not None and every and time.monotonic() - saved >= every:
+                        check_finite()
+                        with apart():
+                            save(step, False)
+                        saved = time.monotonic()
+                    if clock is not None:
+                        clock.done()
+                    if interrupt.requested() is not None:
+                        check_finite()
+                        save(step, False)
+                        raise interrupt.Interrupted(interrupt.requested() or 0)
+        finally:
+            if clock is not None:
+                clock.finish()
         t_eval = time.perf_counter()
         validate(step, None)
         if node is not None and evaluate is not None and eval_every:

@@ -5,22 +5,28 @@ The runner activates a ``StepBudget`` around an experiment's ``run`` (``capped``
 everything here is a no-op and loops run exactly as planned. Two kinds of loop report to it:
 
 * ``steps`` loops (the ``Trainer``'s optimisation steps, an attack's iterations): at most N
-  iterations run; the estimate is ``planned x`` the measured time per step (the first step,
-  which pays for warm-up, is left out of the average when more than one ran). Loops *inside*
-  a step (an attack inside an adversarial-training step) are part of that step: they are neither
-  capped nor recorded, so the step time that is measured is the real one.
-* ``repeat`` loops (restarts, the models of a grid or a study): at most N repetitions run; the
-  estimate scales what one repetition took, with its own capped loops replaced by their
-  estimates, by ``planned / run``.
+  iterations run. Each call's first iteration (warm-up: first-use allocations, the first record
+  written) counts once, as it ran; the other planned iterations count at the measured time of a
+  steady iteration, which leaves out the sync points (the host reading the device's results,
+  writing a record): those are timed apart and counted once per sync point of the full run, as
+  are the evaluations and checkpoints the full run makes on the way (``extra_seconds``). Loops
+  *inside* a step (an attack inside an adversarial-training step) are part of that step: they
+  are neither capped nor recorded, so the step time that is measured is the real one.
+* ``repeat`` loops (restarts, the models of a grid or a study, folds): at most N repetitions
+  run. A repetition's cost is its own time plus its capped loops' estimates; the first
+  repetition counts as it ran (it pays the process's first-use costs: lazy imports, kernel
+  caches, a writer opened once), every other planned one at the mean cost of the later
+  repetitions that ran (with one repetition run, all count at its cost).
 
-Whatever runs outside any loop (data loading, model construction, evaluation) counts at the
-time it took; so evaluations that a budget shortened are under-counted, which the report says.
+Whatever runs outside any loop (data loading, model construction, the final evaluation) counts
+at the time it took; so evaluations that a budget shortened are under-counted, which the report
+says.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -28,7 +34,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["Loop", "StepBudget", "active", "capped", "items", "loop"]
+__all__ = ["Loop", "StepBudget", "StepClock", "active", "capped", "items", "loop", "sync_points"]
+
+
+def sync_points(steps: int, every: int) -> int:
+    """Sync points of a loop of ``steps`` iterations that syncs every ``every`` iterations and
+    after the last (the ``Trainer``'s log points)."""
+    if steps <= 0:
+        return 0
+    return steps // every + (1 if steps % every else 0)
 
 
 @dataclass
@@ -42,38 +56,93 @@ class Loop:
     calls: int = 0
     run: int = 0  # iterations that ran (summed over calls)
     seconds: float = 0.0  # wall time of the iterations that ran (children included)
-    steady_seconds: float = 0.0  # steps loops: iterations after each call's first (warm-up)
+    # steps loops
+    warmup_seconds: float = 0.0  # each call's first iteration, as it ran (its sync point too)
+    warm_calls: int = 0  # calls that ran at least one iteration
+    steady_seconds: float = 0.0  # the later iterations, their sync points left out
     steady_iterations: int = 0
+    point_seconds: float = 0.0  # the later iterations' sync points (read, record written)
+    points: int = 0
+    planned_points: int = 0  # sync points of the full run (summed over calls)
     extra_seconds: float = 0.0  # what the full loop adds besides its iterations (evaluations)
+    # repeat loops: each repetition's cost (own time + its capped loops' estimates), in order
+    costs: list[float | None] = field(default_factory=list)
     children: list[Loop] = field(default_factory=list)
 
-    def add(self, run: int, seconds: float, steady_seconds: float = 0.0) -> None:
-        """Account one call's iterations: ``run`` of them in ``seconds``, of which iterations
-        2..run took ``steady_seconds``."""
+    def add(
+        self,
+        run: int,
+        seconds: float,
+        *,
+        warmup: float,
+        steady: float = 0.0,
+        points: int = 0,
+        point_seconds: float = 0.0,
+    ) -> None:
+        """Account one call of a steps loop: ``run`` iterations in ``seconds``, the first of them
+        (warm-up, with its sync point) in ``warmup``, the later ones' computation in ``steady``
+        and their ``points`` sync points in ``point_seconds``."""
         self.run += run
         self.seconds += seconds
+        if run > 0:
+            self.warm_calls += 1
+            self.warmup_seconds += warmup
         if run > 1:
-            self.steady_seconds += steady_seconds
+            self.steady_seconds += steady
             self.steady_iterations += run - 1
+            self.points += points
+            self.point_seconds += point_seconds
 
     def per_iteration(self) -> float | None:
-        """Estimated seconds of one full iteration (None: nothing ran, so nothing measured)."""
+        """Estimated seconds of one full iteration after the first (None: nothing ran, so
+        nothing measured)."""
         if self.run == 0:
             return None
-        if self.kind == "steps" and self.steady_iterations > 0:
-            return self.steady_seconds / self.steady_iterations
+        if self.kind == "steps":
+            if self.steady_iterations > 0:
+                return self.steady_seconds / self.steady_iterations
+            return self.warmup_seconds / max(self.warm_calls, 1)
+        if self.costs:
+            later = self.costs[1:] or self.costs[:1]
+            if any(c is None for c in later):
+                return None
+            return sum(c for c in later if c is not None) / len(later)
         own = self.seconds - sum(c.seconds for c in self.children)
         est = [c.estimate() for c in self.children]
         if any(e is None for e in est):
             return None
         return (max(own, 0.0) + sum(e for e in est if e is not None)) / self.run
 
+    def point_cost(self) -> float:
+        """Measured seconds of one steady sync point (0 when none was measured)."""
+        return self.point_seconds / self.points if self.points else 0.0
+
     def estimate(self) -> float | None:
         """Estimated seconds of the whole loop as planned."""
         if self.planned == 0:  # nothing to do (e.g. zero attack steps): nothing to measure
             return self.extra_seconds
         per = self.per_iteration()
-        return None if per is None else per * self.planned + self.extra_seconds
+        if per is None:
+            return None
+        if self.kind == "steps":
+            rest = max(self.planned - self.warm_calls, 0)
+            points = self.point_cost() * self.planned_points
+            return self.warmup_seconds + per * rest + points + self.extra_seconds
+        if self.costs:
+            first = self.costs[0]
+            if first is None:
+                return None
+            return first + per * max(self.planned - 1, 0) + self.extra_seconds
+        return per * self.planned + self.extra_seconds
+
+    def repeats(self, every_steps: int, every_seconds: float) -> int:
+        """How often the full loop does something (a checkpoint) before its end, every
+        ``every_steps`` iterations and every ``every_seconds`` of its estimated time (0: not)."""
+        n = (self.planned - 1) // every_steps if every_steps else 0
+        est = self.estimate()
+        if every_seconds and est is not None:
+            n += int(est // every_seconds)
+        return n
 
     def to_dict(self) -> dict[str, Any]:
         per, est = self.per_iteration(), self.estimate()
@@ -87,11 +156,101 @@ class Loop:
             "seconds_per_iteration": None if per is None else round(per, 6),
             "estimate_seconds": None if est is None else round(est, 3),
         }
+        if self.kind == "steps" and self.warm_calls:
+            d["warmup_seconds"] = round(self.warmup_seconds, 4)
+        if self.planned_points:
+            d["sync_points"] = self.planned_points
+            d["seconds_per_sync_point"] = round(self.point_cost(), 6)
+        if self.kind == "repeat" and self.costs:
+            first = self.costs[0]
+            d["first_seconds"] = None if first is None else round(first, 4)
         if self.extra_seconds:
             d["extra_seconds"] = round(self.extra_seconds, 3)
         if self.children:
             d["children"] = [c.to_dict() for c in self.children]
         return d
+
+
+def _children_state(node: Loop) -> tuple[float, float | None]:
+    """(seconds, estimate) of ``node``'s capped loops together (estimate None: one is unknown)."""
+    seconds = sum(c.seconds for c in node.children)
+    est = [c.estimate() for c in node.children]
+    if any(e is None for e in est):
+        return seconds, None
+    return seconds, sum(e for e in est if e is not None)
+
+
+class StepClock:
+    """Times a steps loop that its caller runs itself (the ``Trainer``) for ``Loop.add``.
+
+    Per iteration the caller calls ``computed()`` at a sync point, after the step's computation
+    and before the point's own work (reading the device's results, writing a record), and
+    ``done()`` at the end of the iteration; work that the estimate counts in other ways
+    (evaluations and checkpoints on the way) runs inside ``apart()``. The first iteration
+    counts whole as the warm-up; later ones split into computation and sync point.
+
+    Args:
+        node: the loop's record.
+        sync: waits for the device (a no-op on the CPU), so that a step's queued device work
+            counts as the step's and not as the sync point's.
+    """
+
+    def __init__(self, node: Loop, sync: Callable[[], None]) -> None:
+        self.node, self._sync = node, sync
+        sync()
+        self.t0 = self._start = time.perf_counter()
+        self._computed: float | None = None
+        self._apart = 0.0
+        self.run = 0
+        self.warmup = self.steady = self.point_seconds = 0.0
+        self.points = 0
+
+    def computed(self) -> None:
+        """The step's computation ended; its sync point begins."""
+        self._sync()
+        self._computed = time.perf_counter()
+
+    @contextmanager
+    def apart(self) -> Iterator[None]:
+        """Time the block apart from the iteration (it is counted elsewhere); the device's
+        queued work of the step is waited for first, so that it counts as the step's."""
+        self._sync()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._sync()
+            self._apart += time.perf_counter() - start
+
+    def done(self) -> None:
+        """The iteration ended."""
+        now = time.perf_counter()
+        if self.run == 0:
+            self._sync()
+            now = time.perf_counter()
+            self.warmup = now - self.t0
+        elif self._computed is not None:
+            self.steady += self._computed - self._start
+            self.point_seconds += max(now - self._computed - self._apart, 0.0)
+            self.points += 1
+        else:
+            self.steady += max(now - self._start - self._apart, 0.0)
+        self.run += 1
+        self._start, self._computed, self._apart = now, None, 0.0
+
+    def finish(self, run: int | None = None) -> None:
+        """Record the call in the loop: ``run`` iterations (None: those ``done`` counted; more
+        when an iteration raised before its end)."""
+        self._sync()
+        now = time.perf_counter()
+        self.node.add(
+            self.run if run is None else run,
+            now - self.t0,
+            warmup=self.warmup if self.run else now - self.t0,
+            steady=self.steady,
+            points=self.points,
+            point_seconds=self.point_seconds,
+        )
 
 
 class StepBudget:
@@ -114,7 +273,8 @@ class StepBudget:
     def cap(self, planned: int) -> int:
         return min(planned, self.max_steps)
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
+        """Wait for the budget's device (CUDA) before reading the clock."""
         if self.device.type == "cuda" and torch.cuda.is_initialized():
             torch.cuda.synchronize(self.device)
 
@@ -154,9 +314,10 @@ class StepBudget:
     def iterate(self, planned: int, desc: str, kind: str) -> Iterator[int]:
         """``range(min(planned, max_steps))``, timed and recorded."""
         with self.track(desc, kind, planned) as node:
-            self._sync()
-            t0 = t1 = time.perf_counter()
-            run = 0
+            self.sync()
+            t0 = t1 = start = time.perf_counter()  # t1: end of the first iteration
+            state = _children_state(node)
+            run, open_ = 0, False  # open_: a repetition began and is not yet recorded
             try:
                 for i in range(self.cap(planned)):
                     run = i + 1  # iteration i runs (a ``break`` in its body counts it too)
@@ -164,14 +325,35 @@ class StepBudget:
                         with self.stepping():
                             yield i
                     else:
+                        open_ = True
                         yield i
+                        state, open_ = self._repeated(node, state, start), False
+                        start = time.perf_counter()
                     if i == 0:
-                        self._sync()
+                        self.sync()
                         t1 = time.perf_counter()
             finally:
-                self._sync()
+                if open_:  # the repetition left with ``break`` (or an exception)
+                    self._repeated(node, state, start)
+                self.sync()
                 now = time.perf_counter()
-                node.add(run, now - t0, now - t1)
+                warm = (t1 if run > 1 else now) - t0
+                node.add(run, now - t0, warmup=warm, steady=now - t1 if run > 1 else 0.0)
+
+    def _repeated(
+        self, node: Loop, before: tuple[float, float | None], start: float
+    ) -> tuple[float, float | None]:
+        """Record the cost of the repetition of ``node`` that began at ``start``: its own time
+        plus what its capped loops' estimates grew by. Returns the loops' state now."""
+        self.sync()
+        wall = time.perf_counter() - start
+        after = _children_state(node)
+        cost: float | None = None
+        if before[1] is not None and after[1] is not None:
+            own = wall - (after[0] - before[0])
+            cost = max(own, 0.0) + after[1] - before[1]
+        node.costs.append(cost)
+        return after
 
     def summary(self, wall_seconds: float) -> dict[str, Any]:
         """The partial-run record for results.json: the cap, the estimate of the whole run on this

@@ -25,6 +25,14 @@ the store (``mark_exited``, registered at exit): a rank waiting in ``wait_for_al
 rank that has exited stops waiting and is told which ranks never arrived. Decisions that every
 rank must take at the same step (a loss that became NaN on one rank, a stop signal that reached
 one rank) are taken on a flag all-reduced with MAX (``agree_max``).
+
+Stops. A stop signal reaches one rank; the ranks act on it together at the next step where they
+meet (``agree_max``), which every rank must know from the step count alone. The training loop
+meets at its sync points (log, evaluation, checkpoint steps) and also on a wall-time schedule
+(``MeetingSchedule``): at each meeting the ranks agree on the slowest rank's time per step and
+meet again after as many steps as fit in ``seconds`` (at least one), so a signal reaches every
+rank within about that many seconds plus a step, whatever ``log_every`` is. (``torchrun`` kills
+its workers 30 s after forwarding SIGTERM: the stop checkpoint must be written before.)
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "DirectoryNotShared",
     "DistInfo",
+    "MeetingSchedule",
     "RanksExited",
     "agree_max",
     "all_reduce_mean",
@@ -231,6 +240,39 @@ def agree_max(*values: float) -> list[float]:
     t = torch.tensor(values, dtype=torch.float64, device=collective_device())
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return [float(v) for v in t.tolist()]
+
+
+class MeetingSchedule:
+    """The steps at which the ranks of a training loop meet, besides its sync points, so that
+    they meet at least every ``seconds`` of wall time (see the module doc).
+
+    Args:
+        seconds: the most wall time between meetings (> 0).
+        step: the step the loop starts from; the ranks first meet after its first step.
+    """
+
+    def __init__(self, seconds: float, step: int) -> None:
+        if not seconds > 0:
+            raise ValueError(f"seconds between meetings must be > 0, got {seconds}")
+        self.seconds = seconds
+        self.next = step + 1  # the next meeting: after this step
+        self._since = (step, time.monotonic())
+
+    def due(self, step: int) -> bool:
+        """Whether the ranks meet after ``step``."""
+        return step >= self.next
+
+    def per_step(self, step: int) -> float:
+        """This rank's wall seconds per step since the last meeting (to agree on)."""
+        first, at = self._since
+        return (time.monotonic() - at) / max(step - first, 1)
+
+    def met(self, step: int, per_step: float) -> None:
+        """The ranks met after ``step`` and agreed that a step takes ``per_step`` seconds (the
+        slowest rank's time): the next meeting is as many steps later as fit in ``seconds``."""
+        stride = int(self.seconds / per_step) if per_step > 0 else 1
+        self.next = step + max(1, stride)
+        self._since = (step, time.monotonic())
 
 
 class RanksExited(RuntimeError):

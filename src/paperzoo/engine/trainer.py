@@ -21,10 +21,10 @@ Under a process group (DDP) the ranks decide together, at the sync points, which
 reaches at the same steps: one all-reduce (MAX) tells every rank whether a loss was not finite
 on any rank (every rank raises ``NonFiniteLossError`` naming the earliest such step), whether a
 stop signal reached any rank (every rank stops after that step; rank 0 writes the stop
-checkpoint) and whether a timed checkpoint is due on any rank. A signal therefore stops the ranks
-at the next sync point, at most ``log_every`` steps later. Each logged record is the mean over
-the ranks (the record of the whole global batch, the same on every rank), and the ranks check that
-they resumed the same checkpoint.
+checkpoint) and whether a timed checkpoint is due on any rank. The ranks also meet at least every
+``agree_seconds`` (``MeetingSchedule``), so a signal stops them within about that. Each record is
+the mean over the ranks (the record of the global batch, the same on every rank), and the ranks
+check that they resumed the same checkpoint.
 
 Resuming (``fit(resume=True)``) continues exactly where the newest checkpoint left off: weights,
 optimizer states, the global RNG, the state of ``extra`` generators and stateful objects, and the
@@ -75,8 +75,15 @@ from paperzoo.engine import checkpoint as ckpt
 from paperzoo.engine import faults, interrupt
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine import tensorboard as tb
-from paperzoo.engine.distributed import DistInfo, agree_max, all_reduce_means, current
+from paperzoo.engine.distributed import (
+    DistInfo,
+    MeetingSchedule,
+    agree_max,
+    all_reduce_means,
+    current,
+)
 from paperzoo.engine.progress import ProgressLines
+from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
 from paperzoo.engine.window import MetricWindow
 from paperzoo.utils.io import atomic_write_text
@@ -138,6 +145,9 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model for the training forward pass
     progress: bool = True  # rank 0: a tqdm bar on a TTY, else a log line every progress_seconds
     progress_seconds: float = 30.0  # off a TTY: wall seconds between progress log lines
+    # under a process group: the ranks meet (to agree on a stop) at least this often, besides
+    # the sync points (engine.distributed.MeetingSchedule)
+    agree_seconds: float = 5.0
     desc: str = "train"  # progress-bar label
 
     def __post_init__(self) -> None:
@@ -147,6 +157,8 @@ class TrainConfig:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.log_every < 1:
             raise ValueError(f"log_every must be >= 1, got {self.log_every}")
+        if not self.agree_seconds > 0:
+            raise ValueError(f"agree_seconds must be > 0, got {self.agree_seconds}")
         if self.checkpoint_seconds is not None and self.checkpoint_seconds < 0:
             raise ValueError(f"checkpoint_seconds must be >= 0, got {self.checkpoint_seconds}")
         if self.grad_clip is not None and not self.grad_clip > 0:
@@ -189,32 +201,6 @@ class History:
             if name in r:
                 return float(r[name])
         raise KeyError(f"metric {name!r} was never logged")
-
-
-class BatchSampler:
-    """Deterministic batches: epoch ``e`` is a permutation seeded by ``(seed, e)``.
-
-    The batch of step ``s`` depends only on ``(seed, s)``, so resume needs no sampler state. Under
-    DDP each rank takes a strided slice of the global batch (the same split DistributedSampler
-    makes), so the union over ranks equals the single-process batch.
-    """
-
-    def __init__(self, n: int, batch_size: int, *, seed: int, drop_last: bool, dist: DistInfo):
-        if n < 1:
-            raise ValueError("cannot train on an empty data set")
-        if drop_last and batch_size > n:
-            raise ValueError(f"batch_size {batch_size} exceeds the data set size {n}")
-        self.n, self.batch_size, self.seed, self.dist = n, batch_size, seed, dist
-        self.per_epoch = n // batch_size if drop_last else math.ceil(n / batch_size)
-        self._epoch, self._perm = -1, torch.empty(0, dtype=torch.long)
-
-    def indices(self, step: int) -> Tensor:
-        epoch, pos = divmod(step, self.per_epoch)
-        if epoch != self._epoch:
-            g = torch.Generator().manual_seed(derive_seed(self.seed, "epoch", epoch))
-            self._epoch, self._perm = epoch, torch.randperm(self.n, generator=g)
-        idx = self._perm[pos * self.batch_size : (pos + 1) * self.batch_size]
-        return idx[self.dist.rank :: self.dist.world_size]
 
 
 def _to_device(batch: Any, device: torch.device, channels_last: bool) -> Any:
@@ -316,6 +302,7 @@ class Trainer:
         if tensorboard and self.out_dir is not None and self.dist.is_main:
             self._tb = tb.ScalarWriter(self.out_dir / "tensorboard")
         self._timing: step_budget.Loop | None = None  # fit under a step budget: its record
+        self._meetings: MeetingSchedule | None = None  # under a group: when the ranks meet
         inject = faults.inject_nan_at()  # PAPERZOO_INJECT_NAN=RANK:STEP (tests of divergence)
         self._nan_step = inject[1] if inject is not None and inject[0] == current().rank else None
         self._train_model = self._wrap(self.model)
@@ -527,13 +514,20 @@ class Trainer:
         anything is logged, evaluated or checkpointed. Under a process group one all-reduce
         (MAX) decides for every rank together: a loss that was not finite on any rank (every
         rank raises, naming the earliest such step over the ranks), a stop signal that reached
-        any rank, a timed checkpoint due (``timed``) on any rank. Returns the stop signal (None:
-        go on) and whether the timed checkpoint is due."""
+        any rank, a timed checkpoint due (``timed``) on any rank, and the slowest rank's time
+        per step, which sets the next meeting (``MeetingSchedule``). Returns the stop signal
+        (None: go on) and whether the timed checkpoint is due."""
         seen = self._window.read()
         bad, signum = seen.bad_step, interrupt.requested()
         if self.dist.enabled:
-            first, agreed, due = agree_max(-math.inf if bad is None else -bad, signum or 0, timed)
+            meet = self._meetings
+            per = meet.per_step(self.step) if meet is not None else 0.0
+            first, agreed, due, slowest = agree_max(
+                -math.inf if bad is None else -bad, signum or 0, timed, per
+            )
             signum, timed = int(agreed) or None, bool(due)
+            if meet is not None:
+                meet.met(self.step, slowest)
             if first > -math.inf:
                 step = int(-first)
                 here = bad == step
@@ -656,6 +650,7 @@ class Trainer:
         planned = self.config.steps
         self.config = replace(self.config, steps=budget.cap(planned))
         with budget.track(self.config.desc, "steps", planned) as node:
+            node.planned_points += step_budget.sync_points(planned, self.config.log_every)
             self._timing = node
             try:
                 return self._fit(data, resume)
@@ -669,14 +664,21 @@ class Trainer:
                 self._train(data)
             start = time.perf_counter()
             self._evaluate()
-            if self._timing is not None and self.eval_fn is not None and self.config.eval_every:
+            timing = self._timing
+            if timing is not None and self.eval_fn is not None and self.config.eval_every:
                 # The full run also evaluates every eval_every steps on the way.
                 self._sync()
-                evals = (self._timing.planned - 1) // self.config.eval_every
-                self._timing.extra_seconds += evals * (time.perf_counter() - start)
+                evals = (timing.planned - 1) // self.config.eval_every
+                timing.extra_seconds += evals * (time.perf_counter() - start)
             self.finished = True
             if self.checkpoint_dir is not None:
+                start = time.perf_counter()
                 self.save_checkpoint()
+                if timing is not None:  # the full run's checkpoints before its last
+                    every = self.config.checkpoint_seconds
+                    every = checkpoint_seconds_default() if every is None else every
+                    saves = timing.repeats(self.config.checkpoint_every, every)
+                    timing.extra_seconds += saves * (time.perf_counter() - start)
 
     def _train(self, data: DataSource) -> None:
         cfg = self.config
@@ -695,11 +697,13 @@ class Trainer:
             every_seconds = checkpoint_seconds_default()
         every_seconds = every_seconds if self.checkpoint_dir is not None else 0.0
         self._saved_at = time.monotonic()
-        timing = self._timing
         start_step = self.step
-        if timing is not None:
-            self._sync()
-        t0 = t1 = time.perf_counter()
+        if self.dist.enabled:
+            self._meetings = MeetingSchedule(cfg.agree_seconds, start_step)
+        # Under a step budget: the steps are timed (the first and the sync points apart); the
+        # first step also logs, so that the first record's costs (files, writers) are warm-up.
+        clock = None if self._timing is None else step_budget.StepClock(self._timing, self._sync)
+        apart = clock.apart if clock is not None else nullcontext
         in_step = diverged = 0
         try:
             while self.step < cfg.steps:
@@ -715,32 +719,38 @@ class Trainer:
                 self.step += 1
                 last = self.step == cfg.steps
                 log_now = self.step % cfg.log_every == 0 or last
+                log_now = log_now or (clock is not None and self.step == start_step + 1)
                 eval_now = bool(cfg.eval_every) and self.step % cfg.eval_every == 0 and not last
                 save_now = bool(cfg.checkpoint_every) and self.step % cfg.checkpoint_every == 0
                 save_now = save_now and self.checkpoint_dir is not None
                 elapsed = time.monotonic() - self._saved_at
                 timed = bool(every_seconds) and not last and elapsed >= every_seconds
-                # Sync points: under a group only steps that every rank knows from the step
-                # count (the ranks meet there); in one process also a step after which a signal
-                # or a timed checkpoint is pending.
+                # Sync points: under a group only steps that every rank knows (the ranks meet
+                # there; also the schedule's meetings); in one process also a step after which
+                # a signal or a timed checkpoint is pending.
                 sync = log_now or eval_now or save_now
-                if not self.dist.enabled:
+                if self._meetings is not None:
+                    sync = sync or self._meetings.due(self.step)
+                else:
                     sync = sync or timed or interrupt.requested() is not None
+                if sync and clock is not None:
+                    clock.computed()
                 signum, timed = self._settle(timed) if sync else (None, False)
                 if log_now:
                     loss = self._log_window().get("loss", loss)
                     if loss is not None:
                         bar.set_postfix(loss=f"{loss:.4g}")
                 if eval_now:
-                    self._evaluate()
+                    with apart():
+                        self._evaluate()
                 if save_now or timed:
-                    self.save_checkpoint()
+                    with apart():
+                        self.save_checkpoint()
                 bar.update(1)
                 if lines is not None:
                     lines.tick(self.step, loss)
-                if timing is not None and self.step == start_step + 1:
-                    self._sync()
-                    t1 = time.perf_counter()  # the first step (warm-up) is timed apart
+                if clock is not None:
+                    clock.done()
                 if signum is not None:  # (under a group: the stop every rank agreed on)
                     self._stop(signum)
         except NonFiniteLossError:
@@ -748,10 +758,9 @@ class Trainer:
             raise
         finally:
             bar.close()
-            if timing is not None:
-                self._sync()
-                now = time.perf_counter()
-                timing.add(self.step - start_step + diverged, now - t0, now - t1)
+            self._meetings = None
+            if clock is not None:
+                clock.finish(self.step - start_step + diverged)
 
     def _log_window(self) -> dict[str, float]:
         """Log the window's means (under a process group: their means over the ranks) as the

@@ -17,16 +17,19 @@ Scales:
 * ``full``: §4.2 on CIFAR-10: 45k/5k train/val split, per-pixel mean subtraction, pad-4 crop +
   flip, batch 128, SGD momentum 0.9, weight decay 1e-4, lr 0.1 divided by 10 at 32k and 48k
   steps, stop at 64k, ResNet-110 warmed up at lr 0.01; plain 20/32/44/56 and ResNet 20/32/44/56/110
-  (Fig. 6). Runs under ``torchrun`` with DDP, the global batch staying at 128; ``--shard K/N``
-  trains every N-th net and ``paperzoo merge`` combines the shards.
+  (Fig. 6). Under ``torchrun`` with several processes each process trains its share of the nets
+  alone, one at a time on its GPU with the whole batch of 128 (the nets shared out by depth,
+  ``share_by_depth``); ``--set data_parallel=true`` trains every net over all processes
+  instead (DDP, the global batch staying at 128, SyncBatchNorm on CUDA). ``--shard K/N`` trains
+  every N-th net and ``paperzoo merge`` combines the shards.
 
 Deviations: the paper plots training *error*; the claims compare the training *loss* (mean of
 the last logged steps), and the error is reported beside it. The ResNet-110 warm-up lasts a fixed
 400 steps (the paper: "until the training error is below 80%, about 400 iterations"). Full-scale
 models train on the 45k split and are evaluated on the 5k validation and the 10k test images
-(the paper does not say whether the final nets were retrained on all 50k). Under DDP, batch norm
-uses per-process statistics (the paper's two-GPU runs did the same; CPU gloo has no
-SyncBatchNorm).
+(the paper does not say whether the final nets were retrained on all 50k). Under DDP
+(``data_parallel``) batch norm is SyncBatchNorm over the global batch on CUDA and per-process
+statistics on the CPU (gloo has no SyncBatchNorm; the paper's two-GPU runs did the same).
 
 Quick-scale deviations: 7x7 digits instead of CIFAR-10 (scikit-learn's 8x8 digits are fitted to
 losses of 0.001-0.01 within the budget, where the comparison is noise, and 28x28 digits leave
@@ -42,8 +45,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -55,9 +59,9 @@ from paperzoo.data import load_dataset
 from paperzoo.data.base import DataInfo, Split
 from paperzoo.data.cifar import random_crop_flip
 from paperzoo.data.splits import validation_split
-from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
-from paperzoo.engine.distributed import DistInfo, current
-from paperzoo.engine.trainer import BatchSampler
+from paperzoo.engine import History, NonFiniteLossError, TrainConfig, Trainer, budget, seeded
+from paperzoo.engine.distributed import DistInfo, current, wait_for_all_ranks
+from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import (
     EXPERIMENTS,
@@ -68,13 +72,16 @@ from paperzoo.experiments.base import (
     Outcome,
     RunContext,
 )
-from paperzoo.experiments.grid import shard_slice
+from paperzoo.experiments.grid import read_record, shard_slice, write_record
 from paperzoo.metrics.classification import predict
 from paperzoo.models import create_model
 from paperzoo.models.resnet import CifarResNet
 from paperzoo.utils import count_macs, count_params
 
 log = logging.getLogger(__name__)
+
+NET_RECORD = "net.json"  # runs/<net>/: a net's measurements, for the other ranks to read
+DIVERGED = "diverged"  # a net record's key when its loss was not finite: {"step", "value"}
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,9 @@ class Config:
     channels_last: bool  # engine option: channels-last memory format
     compile: bool  # engine option: torch.compile when available
     downsample: int = 1  # average-pool train and test images by this factor (1: as loaded)
+    # under torchrun with several processes: train every net over all of them (DDP) instead of
+    # one net per process (docs/resnet.md, "Under torchrun"); the same computation either way
+    data_parallel: bool = False
 
 
 # Table 6 test errors (%) on CIFAR-10, shown beside ours at full scale.
@@ -329,7 +339,7 @@ class ResNetExperiment(Experiment):
 
     @staticmethod
     def _batches(
-        x: Tensor, y: Tensor, cfg: Config, seed: int
+        x: Tensor, y: Tensor, cfg: Config, seed: int, dist: DistInfo | None = None
     ) -> Callable[[int, torch.Generator], tuple[Tensor, Tensor]]:
         """Step -> this rank's share of the augmented global batch.
 
@@ -337,9 +347,11 @@ class ResNetExperiment(Experiment):
         engine's sampler draws it) is augmented with the step's generator, identically on every
         rank; each rank then keeps a strided slice, as the engine does for tensor data. DDP with K
         processes therefore sees exactly the single-process global batch, augmentation included.
+        ``dist``: the ranks that share the batch (None: the process group; ``DistInfo()``: this
+        process alone, the whole batch).
         """
         sampler = BatchSampler(len(x), cfg.batch_size, seed=seed, drop_last=True, dist=DistInfo())
-        dist = current()
+        dist = current() if dist is None else dist
 
         def batch(step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
             idx = sampler.indices(step)
@@ -375,8 +387,13 @@ class ResNetExperiment(Experiment):
         ctx: RunContext,
         data: dict[str, Tensor],
         num_classes: int,
+        *,
+        local: bool = False,
     ) -> dict[str, Any]:
+        """Train and evaluate net ``name``: over every process of the group, or with ``local``
+        in this process alone (the whole batch)."""
         depth = _depth(name)
+        dist = DistInfo() if local else ctx.dist
         with seeded(ctx.seed):
             model = CifarResNet(
                 depth=depth,
@@ -384,7 +401,7 @@ class ResNetExperiment(Experiment):
                 in_chans=data["x"].shape[1],
                 num_classes=num_classes,
             )
-        model = sync_batch_norm(model, ctx.dist, ctx.device)
+        model = sync_batch_norm(model, dist, ctx.device)
         opt = torch.optim.SGD(
             model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
         )
@@ -425,10 +442,11 @@ class ResNetExperiment(Experiment):
             eval_fn=eval_fn if len(data["x_val"]) else None,
             device=ctx.device,
             out_dir=ctx.out_dir / "runs" / name,
+            local=local,
         )
         x = data["x"].to(ctx.device)
         y = data["y"].to(ctx.device)
-        hist = trainer.fit(self._batches(x, y, cfg, ctx.seed), resume=True)
+        hist = trainer.fit(self._batches(x, y, cfg, ctx.seed, dist), resume=True)
         start = cfg.steps - cfg.loss_window
         n_test = budget.items(len(data["x_test"]), cfg.batch_size)
         with ctx.final_evaluation():  # training is over: the test error is a final number
@@ -459,10 +477,24 @@ class ResNetExperiment(Experiment):
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         data, info, num_classes = self._data(cfg, ctx)
         names = self._names(cfg, ctx)
-        runs = {}
-        for name in names:
+        # Under torchrun with several processes: each trains its share of the nets alone (the
+        # nets are launch-bound on GPUs, where DDP adds collectives and a host sync per BN
+        # layer to every step), unless data_parallel asks for DDP.
+        per_process = ctx.dist.world_size > 1 and not cfg.data_parallel
+        runs: dict[str, dict[str, Any]] = {}
+        for name in share_by_depth(names, ctx.dist) if per_process else names:
             log.info("training %s for %d steps", name, cfg.steps)
-            runs[name] = self._train_one(name, cfg, ctx, data, num_classes)
+            try:
+                runs[name] = self._train_one(name, cfg, ctx, data, num_classes, local=per_process)
+            except NonFiniteLossError as err:
+                if not per_process:
+                    raise
+                # the run ends as a data-parallel one does: this process trains no further
+                # net, and every process raises once all have arrived (_gather_nets)
+                runs[name] = {DIVERGED: {"step": err.step, "value": err.value}}
+                break
+        if per_process:
+            runs = _gather_nets(names, runs, ctx.out_dir / "runs")
         sizes = architecture_sizes()
         details = {
             "runs": runs,
@@ -619,6 +651,51 @@ def sync_batch_norm(model: nn.Module, dist: DistInfo, device: str) -> nn.Module:
     if dist.enabled and str(device).startswith("cuda"):
         return nn.SyncBatchNorm.convert_sync_batchnorm(model)
     return model
+
+
+def share_by_depth(names: Sequence[str], dist: DistInfo) -> list[str]:
+    """The nets this process trains when each process trains its own: the deepest first, each
+    to the process with the least depth so far (a step's cost grows with depth), the same
+    split on every rank; in ``names``' order.
+
+    Args:
+        names: every net of the run.
+        dist: this process's place in the group.
+    """
+    load = [0] * dist.world_size
+    owner: dict[str, int] = {}
+    for name in sorted(names, key=lambda n: -_depth(n)):  # (stable: ties in names' order)
+        rank = min(range(dist.world_size), key=lambda r: (load[r], r))
+        load[rank] += _depth(name)
+        owner[name] = rank
+    return [n for n in names if owner[n] == dist.rank]
+
+
+def _gather_nets(
+    names: Sequence[str], mine: dict[str, dict[str, Any]], runs_dir: Path
+) -> dict[str, dict[str, Any]]:
+    """Every net's record, each rank's read from the shared ``--out`` once every rank has
+    trained its own (``wait_for_all_ranks``: no collective, so ranks that finish hours apart
+    wait without the group's timeout).
+
+    Raises:
+        NonFiniteLossError: on every rank, when a net diverged (the earliest step over the
+            nets; ``elsewhere`` when another rank trained it).
+    """
+    for name, record in mine.items():
+        write_record(runs_dir / name / NET_RECORD, record)
+    wait_for_all_ranks("the ResNet nets")
+    paths = {name: runs_dir / name / NET_RECORD for name in names}
+    runs = {name: read_record(path) for name, path in paths.items() if path.is_file()}
+    bad = [(r[DIVERGED]["step"], name) for name, r in runs.items() if DIVERGED in r]
+    if bad:
+        step, name = min(bad)
+        value = float(runs[name][DIVERGED]["value"])
+        raise NonFiniteLossError(step, value, elsewhere=name not in mine)
+    missing = [name for name in names if name not in runs]
+    if missing:
+        raise RuntimeError(f"no record of net(s) {', '.join(missing)} in {runs_dir}")
+    return runs
 
 
 def _depth(name: str) -> int:

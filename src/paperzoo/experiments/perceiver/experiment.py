@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from paperzoo.data import load_dataset
+from paperzoo.data.declared import declared_size
 from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE, count_images
 from paperzoo.data.splits import validation_split
 from paperzoo.data.transforms import as_set
@@ -124,13 +125,7 @@ class PerceiverExperiment(Experiment):
     def plan(self, cfg: Any, ctx: RunContext) -> list[tuple[str, int]]:
         if isinstance(cfg, PerceiverImageNetConfig):
             if self.dataset_name(ctx) == "imagenet":
-                found = None
-                if ctx.data_root is not None:  # the real count (names only), else ILSVRC2012's
-                    found = count_images(Path(ctx.data_root).expanduser() / "imagenet" / "train")
-                n = found or IMAGENET_TRAIN_SIZE
-                n = n if cfg.n_train is None else min(n, cfg.n_train)
-                b = min(cfg.batch_size, n)
-                per_epoch = max(1, n // b)
+                per_epoch = _imagenet_steps_per_epoch(cfg, ctx.data_root)
                 p, r = cfg.epochs * per_epoch, cfg.resnet_epochs * per_epoch
                 # One Perceiver: the permuted one is the raster one on permuted inputs (a check).
                 return [("perceiver_raster", p), ("resnet50_raster", r), ("resnet50_permuted", r)]
@@ -347,7 +342,10 @@ class PerceiverExperiment(Experiment):
             train, batch_size=batch, seed=ctx.seed, transform=transform, workers=cfg.workers,
             prefetch=cfg.prefetch, pin_memory=on_cuda,
         )  # fmt: skip
-        per_epoch = source.steps_per_epoch
+        # Epochs over the declared size of stand-in files (paperzoo.data.declared), else over
+        # the files: the batches cycle over the files either way.
+        declared = declared_size(root / "imagenet", "train") is not None
+        per_epoch = _imagenet_steps_per_epoch(cfg, root) if declared else source.steps_per_epoch
         train_acc: dict[str, float] = {}
         try:
             for key, model in models.items():
@@ -561,6 +559,18 @@ class PerceiverExperiment(Experiment):
             ax.set_yticks([])
         fig.suptitle("First cross-attend: attention of latents over pixels", fontsize=9)
         return ctx.save_figure(fig, "attention.png")
+
+
+def _imagenet_steps_per_epoch(cfg: PerceiverImageNetConfig, data_root: str | Path | None) -> int:
+    """Steps of one ImageNet epoch: over the size the files under ``data_root`` declare (stand-in
+    files, ``paperzoo.data.declared``), else their count (names only), else ILSVRC2012's."""
+    n = None
+    if data_root is not None:
+        folder = Path(data_root).expanduser() / "imagenet"
+        n = declared_size(folder, "train") or count_images(folder / "train")
+    n = n or IMAGENET_TRAIN_SIZE
+    n = n if cfg.n_train is None else min(n, cfg.n_train)
+    return max(1, n // min(cfg.batch_size, n))
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
