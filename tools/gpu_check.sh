@@ -24,7 +24,8 @@
 #       MNIST, CIFAR-10/100, SVHN, the ILSVRC2012 folders, the dSprites archive, the bAbI folds)
 #       under OUT/data when DATA_ROOT is unset, and kept there for the next check. Times are
 #       rough: ImageNet is 2 + 1 small JPEGs per class (cheaper to decode than the real ones).
-#   DDP_PAPERS [the papers whose gpu_check says torchrun: ResNet's batch split over GPUs, the
+#   DDP_PAPERS [the papers whose gpu_check says torchrun: ResNet's nets shared out over the GPUs,
+#       one per process (`--set data_parallel=true`: its batch split over them instead), the
 #       Perceiver's ImageNet training, the disentanglement study's grid over ranks]: the papers
 #       trained data-parallel. They always run under `python -m torch.distributed.run
 #       --standalone --nproc_per_node=NPROC`, also with one GPU (NPROC=1), so that their NCCL

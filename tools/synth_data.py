@@ -138,7 +138,9 @@ def write_imagenet(root: Path, rng: np.random.Generator, small: bool = False) ->
     from paperzoo.data.imagenet import IMAGENET_TRAIN_SIZE
 
     d = root / "imagenet"
-    if (d / "val").is_dir():
+    sizes = {"train": IMAGENET_TRAIN_SIZE, "val": 50_000}  # ILSVRC2012's images
+    if (d / "val").is_dir():  # kept from an earlier check: declare the sizes if it predates them
+        declare_sizes(d, "ILSVRC2012", sizes)
         return False
     classes = [f"n{k:08d}" for k in range(3 if small else 1000)]
     for split, per_class in (("train", 2), ("val", 1)):
@@ -149,7 +151,6 @@ def write_imagenet(root: Path, rng: np.random.Generator, small: bool = False) ->
                 small_img = rng.integers(0, 256, (8, 10, 3), np.uint8)
                 img = Image.fromarray(small_img).resize((80, 64), Image.BILINEAR)
                 img.save(d / split / c / f"{c}_{split}_{i}.JPEG", quality=85)
-    sizes = {"train": IMAGENET_TRAIN_SIZE, "val": 50_000}  # ILSVRC2012's images
     declare_sizes(d, "ILSVRC2012", sizes)  # the paper's epochs: 1,281,167 images each
     return True
 
