@@ -146,6 +146,7 @@ SURFACE = {
             "compile",
             "progress",
             "progress_seconds",
+            "agree_seconds",
             "desc",
         ],
         "members": {},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from paperzoo.experiments import EXPERIMENTS
 from paperzoo.verdict import aggregate
 from paperzoo.verdict.result import Result
 
@@ -24,7 +25,7 @@ def _seed_run(seed: int, accs: list[float]) -> Result:
 
 def test_the_aggregate_gives_each_tasks_solved_runs_over_all_seeds_and_folds() -> None:
     runs = [_seed_run(1, [1.0, 0.5, 1.0]), _seed_run(0, [1.0, 1.0, 0.7])]
-    agg = aggregate(runs, ["seed-1", "seed-0"])
+    agg = aggregate(runs, ["seed-1", "seed-0"], seed_notes=EXPERIMENTS.create("ggnn").seed_notes)
     assert agg.notes[:2] == ["seed 0: only seed 0", "seed 1: only seed 1"]
     # seeds in order (seed 0 solves 2 folds, seed 1 two); the mean over all six runs
     assert agg.notes[2] == (
