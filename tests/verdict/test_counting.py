@@ -269,3 +269,14 @@ def test_a_field_added_later_is_compared_with_the_value_earlier_runs_ran_with() 
         ("inner.mask (not recorded)", "off", "on"),
     ]
     assert _changed_fields({**stored, "split": "torch7"}, current) == []
+
+
+def test_summary_of_the_committed_results_folder_gives_the_readmes_table(monkeypatch, capsys) -> None:
+    from paperzoo.cli import main
+
+    _committed()  # (skips outside a source checkout)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("<!-- summary:start -->\n", 1)[1].split("<!-- summary:end -->", 1)[0]
+    monkeypatch.chdir(ROOT)
+    assert main(["summary", "results/"]) == 0
+    assert capsys.readouterr().out.startswith(table)
