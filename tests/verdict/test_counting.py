@@ -271,7 +271,9 @@ def test_a_field_added_later_is_compared_with_the_value_earlier_runs_ran_with() 
     assert _changed_fields({**stored, "split": "torch7"}, current) == []
 
 
-def test_summary_of_the_committed_results_folder_gives_the_readmes_table(monkeypatch, capsys) -> None:
+def test_summary_of_the_committed_results_folder_gives_the_readmes_table(
+    monkeypatch, capsys
+) -> None:
     from paperzoo.cli import main
 
     _committed()  # (skips outside a source checkout)
