@@ -328,45 +328,30 @@ def data_root(tmp_path_factory) -> Path:
 # depths of Fig. 6 (the same code as the two depths kept). dSprites: the .npz loader insists on
 # the real 737,280-image grid, so the study runs on its procedural dSprites (the npz reader has
 # its own tests in tests/data/test_dsprites.py); CoordConv's data are generated.
-FULL: dict[str, list[str]] = {
-    "resnet": ["--dataset", "cifar10", "--data-root", "ROOT", "--set", "n_val=200"]
-    + ["--set", "more=[]", "--set", "batch_size=16"],
-    "ggnn": ["--data-root", "ROOT"],
-    "wrm": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "mnist_batch=32"],
-    "coordconv": [],
-    "obfuscated-gradients": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_eval=20"]
-    + ["--set", "n_curve=10", "--set", "n_diag=10", "--set", "eot_samples=2"]
-    + ["--set", "diag.spsa_samples=4", "--set", "diag.random_samples=4"]
-    + ["--set", "cifar.n_eval=20", "--set", "cifar.eval_batch=10", "--set", "cifar.eot_samples=2"],
-    "path-sgd": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_val=100"],
-    "draw": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "n_monitor=100"]
-    + ["--set", "batch_size=20", "--set", "n_train_eval=100", "--set", "importance_samples=10"],
-    "perceiver": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "digits.batch_size=8"],
-    # the paper's abstract dSprites needs the 3 GB archive: the binary renderer as a named substitute
-    "disentanglement": ["--dataset", "dsprites"]
-    + ["--set", "metric_train=20", "--set", "metric_eval=20"]
-    + ["--set", "variance_samples=200", "--set", "code_train=200", "--set", "code_test=100"]
-    + ["--set", "recon_samples=64", "--set", "wren_test_puzzles=32", "--set", "dci_trees=5"],
-    "gat": ["--dataset", "mnist", "--data-root", "ROOT", "--set", "batch_size=32"],
-}
+def _full_args(name: str) -> list[str]:
+    """The paper's arguments for a capped full run on the CPU (``Experiment.cpu_capped_args``)."""
+    from paperzoo.experiments import EXPERIMENTS
+
+    return list(EXPERIMENTS.create(name).cpu_capped_args)
+
+
+def _papers() -> list[str]:
+    from paperzoo.experiments import EXPERIMENTS
+
+    return EXPERIMENTS.names()
+
 
 # Path-SGD: one step size per grid (each grid point builds a 19M-parameter MLP).
 MAX_STEPS = {"path-sgd": 1}
 
 
-def test_every_paper_is_covered():
-    from paperzoo.experiments import EXPERIMENTS
-
-    assert sorted(FULL) == sorted(EXPERIMENTS.names())
-
-
-@pytest.mark.parametrize("name", sorted(FULL))
+@pytest.mark.parametrize("name", _papers())
 def test_full_config_runs_capped_on_real_formats(name, data_root, tmp_path):
     n = MAX_STEPS.get(name, 2)
     out = tmp_path / "out"
     argv = ["reproduce", name, "--scale", "full", "--max-steps", str(n), "--device", "cpu"]
     argv += ["--quiet", "--threads", "1", "--out", str(out)]
-    argv += [str(data_root) if a == "ROOT" else a for a in FULL[name]]
+    argv += [str(data_root) if a == "ROOT" else a for a in _full_args(name)]
     assert main(argv) == 0
     res = json.loads((out / "results.json").read_text())
     assert res["scale"] == "full" and res["partial"] is True and res["max_steps"] == n

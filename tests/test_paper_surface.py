@@ -69,6 +69,7 @@ SURFACE = {
             "options",
             "resume_state",
             "gpu_check",
+            "cpu_capped_args",
             "plan_upper_bound",
         ],
         "members": {

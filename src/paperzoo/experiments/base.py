@@ -399,6 +399,11 @@ class Experiment(ABC):
     resume_state: ClassVar[tuple[str, ...]] = ()
     # Its limit in make gpu-check (tools/gpu_check.sh); the default: ``GpuCheck(20, 15, ...)``.
     gpu_check: ClassVar[GpuCheck] = GpuCheck(20, 15, "the default limit (none stated)")
+    # The ``reproduce`` arguments under which its full config runs capped (``--max-steps``) on a
+    # CPU on small files in the layout of its data under ROOT (the word ROOT stands for that
+    # folder): smaller evaluation sets, the data set the files are written for
+    # (tests/test_max_steps.py). Empty: the full config as declared, on its own data.
+    cpu_capped_args: ClassVar[tuple[str, ...]] = ()
 
     def check_options(self, ctx: RunContext) -> None:
         """Raise ``ValueError`` (one line) when ``ctx.options`` cannot run: called before

@@ -219,6 +219,20 @@ def _model_config(cfg: Config, variant: str, channels: int, h: int, w: int) -> D
 class DRAWExperiment(Experiment):
     name = "draw"
     cuda_precision = "tf32"  # the reason: docs/draw.md, "Precision on CUDA"
+    cpu_capped_args = (
+        "--dataset",
+        "mnist",
+        "--data-root",
+        "ROOT",
+        "--set",
+        "n_monitor=100",
+        "--set",
+        "batch_size=20",
+        "--set",
+        "n_train_eval=100",
+        "--set",
+        "importance_samples=10",
+    )
     gpu_check = GpuCheck(
         6,
         12,

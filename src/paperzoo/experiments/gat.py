@@ -275,6 +275,7 @@ CONFIGS = {
 class GATExperiment(Experiment):
     name = "gat"
     cuda_precision = "fp32"  # the reason: docs/gat.md, "Precision on CUDA"
+    cpu_capped_args = ("--dataset", "mnist", "--data-root", "ROOT", "--set", "batch_size=32")
     gpu_check = GpuCheck(
         9,
         6,

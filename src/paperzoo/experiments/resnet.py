@@ -261,6 +261,18 @@ CONFIGS = {
 class ResNetExperiment(Experiment):
     name = "resnet"
     cuda_precision = "bf16"  # the reason: docs/resnet.md, "Precision on CUDA"
+    cpu_capped_args = (
+        "--dataset",
+        "cifar10",
+        "--data-root",
+        "ROOT",
+        "--set",
+        "n_val=200",
+        "--set",
+        "more=[]",
+        "--set",
+        "batch_size=16",
+    )
     gpu_check = GpuCheck(
         10,
         15,

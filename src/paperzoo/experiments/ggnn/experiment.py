@@ -95,6 +95,7 @@ def _parse_folds(text: str) -> tuple[int, ...]:
 class GGNNExperiment(Experiment):
     name = "ggnn"
     cuda_precision = "fp32"  # the reason: docs/ggnn.md, "Precision on CUDA"
+    cpu_capped_args = ("--data-root", "ROOT")
     gpu_check = GpuCheck(
         9,
         10,

@@ -55,6 +55,30 @@ from paperzoo.utils.format import format_number
 class ObfuscatedGradientsExperiment(Experiment):
     name = "obfuscated-gradients"
     cuda_precision = "bf16"  # the reason: docs/obfuscated-gradients.md, "Precision on CUDA"
+    cpu_capped_args = (
+        "--dataset",
+        "mnist",
+        "--data-root",
+        "ROOT",
+        "--set",
+        "n_eval=20",
+        "--set",
+        "n_curve=10",
+        "--set",
+        "n_diag=10",
+        "--set",
+        "eot_samples=2",
+        "--set",
+        "diag.spsa_samples=4",
+        "--set",
+        "diag.random_samples=4",
+        "--set",
+        "cifar.n_eval=20",
+        "--set",
+        "cifar.eval_batch=10",
+        "--set",
+        "cifar.eot_samples=2",
+    )
     gpu_check = GpuCheck(
         10,
         35,

@@ -73,6 +73,7 @@ from paperzoo.optim import balanced_init_, path_norm, rescale_units_, unbalanced
 class PathSGDExperiment(Experiment):
     name = "path-sgd"
     cuda_precision = "tf32"  # the reason: docs/path-sgd.md, "Precision on CUDA"
+    cpu_capped_args = ("--dataset", "mnist", "--data-root", "ROOT", "--set", "n_val=100")
     gpu_check = GpuCheck(
         9, 12, "four data sets (MNIST, CIFAR-10/100, SVHN), 34 small MLPs of 2 steps"
     )

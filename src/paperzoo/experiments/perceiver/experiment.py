@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 class PerceiverExperiment(Experiment):
     name = "perceiver"
     cuda_precision = "bf16"  # the reason: docs/perceiver.md, "Precision on CUDA"
+    cpu_capped_args = ("--dataset", "mnist", "--data-root", "ROOT", "--set", "digits.batch_size=8")
     gpu_check = GpuCheck(
         8,
         45,
