@@ -389,6 +389,25 @@ def wait_for_all_ranks(
     store = dist.distributed_c10d._get_default_store()
     keys = [f"paperzoo/wait-{_waits}/rank-{r}" for r in range(info.world_size)]
     store.set(keys[info.rank], "done")
+    _await_keys(store, keys, what, info, poll_s, report_s, timeout_s)
+    # Where rank 0's process hosts the store (torch before the agent's store), rank 0 leaving
+    # ends every look at it: rank 0 returns only once every rank has seen all arrive.
+    seen = [f"paperzoo/wait-{_waits}/seen-{r}" for r in range(info.world_size)]
+    store.set(seen[info.rank], "seen")
+    if info.rank == 0:
+        _await_keys(store, seen, what, info, poll_s, report_s, timeout_s)
+
+
+def _await_keys(
+    store: dist.Store,
+    keys: list[str],
+    what: str,
+    info: DistInfo,
+    poll_s: float,
+    report_s: float,
+    timeout_s: float | None,
+) -> None:
+    """Poll ``store`` until it holds every one of ``keys`` (one per rank): ``wait_for_all_ranks``."""
     start = next_report = time.monotonic()
     while True:
         try:
