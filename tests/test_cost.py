@@ -12,23 +12,19 @@ import torch
 from torch import nn
 
 from paperzoo.cli import main
-from paperzoo.cost import (
+from paperzoo.cost import cached_costs, config_digest, full_cost, hook_seconds, paper_cost
+from paperzoo.experiments import EXPERIMENTS
+from paperzoo.utils.work import (
     BOUNDS,
     KERNEL_SECONDS,
     PEAK_BF16_FLOPS,
     UTILISATION,
     Piece,
     Work,
-    cached_costs,
-    config_digest,
-    full_cost,
     gpu_hours,
-    hook_seconds,
     host_seconds,
-    paper_cost,
     step,
 )
-from paperzoo.experiments import EXPERIMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

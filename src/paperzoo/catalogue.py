@@ -69,7 +69,7 @@ def full_cost_entry(cost: dict[str, Any]) -> dict[str, Any]:
 def render_catalogue(catalogue: dict[str, Any]) -> str:
     """The text of ``paperzoo list``: per paper its data, the price of its full run and one line
     per claim with its targets."""
-    from paperzoo.cost import KERNEL_SECONDS, UTILISATION
+    from paperzoo.utils.work import KERNEL_SECONDS, UTILISATION
 
     words = {"FLOP": "FLOP", "launches": "kernel launches", "host": "host work"}
     lines: list[str] = []

@@ -62,32 +62,18 @@ from paperzoo.utils.work import (
     KERNEL_SECONDS,
     PEAK_BF16_FLOPS,
     UTILISATION,
-    Inputs,
     Piece,
-    Work,
-    forward,
     gpu_hours,
     host_seconds,
-    step,
 )
 
 __all__ = [
-    "BOUNDS",
     "COSTS_FILE",
-    "KERNEL_SECONDS",
-    "PEAK_BF16_FLOPS",
-    "UTILISATION",
-    "Inputs",
-    "Piece",
-    "Work",
     "cached_costs",
     "config_digest",
-    "forward",
     "full_cost",
-    "gpu_hours",
     "hook_seconds",
     "paper_cost",
-    "step",
 ]
 
 GPU = "one H100 / H200-class GPU"

@@ -193,20 +193,22 @@ def _spread(c: ClaimResult) -> str:
 
 
 def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
-    if run is not None and (why := run.why_unstable(c.id)) is not None:
-        return f"unstable: {why}"
-    if run is not None and (why := run.why_knife_edge(c.id)) is not None:
-        return f"knife edge: {c.verdict} {c.holds_on}/{len(c.per_seed)} here, {why}"
+    why = run.count.why_not_counted(c.id) if run is not None else None
+    if why is not None and _flipped(c, run):  # unstable or a knife edge: that is its verdict
+        return why
     if c.verdict == "reported":
         return "reported"
     text = f"{c.verdict_text} {c.holds_on}/{len(c.per_seed)}"
-    if run is not None and (why := run.count.why_not_counted(c.id)) is not None:
-        text += f" (not counted: {why})"
-    return text
+    return text if why is None else f"{text} (not counted: {why})"
+
+
+def _flipped(c: ClaimResult, run: _Run | None) -> bool:
+    """Whether ``c``'s verdict flips between thread counts or on validation seeds in ``run``."""
+    return run is not None and (run.why_unstable(c.id) or run.why_knife_edge(c.id)) is not None
 
 
 def _verdict_class(c: ClaimResult, run: _Run | None = None) -> str:
-    if run is not None and (run.why_unstable(c.id) or run.why_knife_edge(c.id)) is not None:
+    if _flipped(c, run):
         return _VERDICT_CLASS["unstable"]
     return _VERDICT_CLASS[c.verdict]
 

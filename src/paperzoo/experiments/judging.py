@@ -17,7 +17,15 @@ from typing import Any
 
 from paperzoo.experiments.base import EXPERIMENTS, RAN_BEFORE, RunContext
 from paperzoo.experiments.overrides import config_to_dict
-from paperzoo.verdict import Count, Declared, DeclaredClaim, Result, counts, is_validation_run
+from paperzoo.verdict import (
+    DECISION_KEYS,
+    Count,
+    Declared,
+    DeclaredClaim,
+    Result,
+    counts,
+    is_validation_run,
+)
 from paperzoo.verdict.counting import Twin
 
 __all__ = [
@@ -151,8 +159,6 @@ def with_decision(raw: dict[str, Any], count: Count) -> dict[str, Any]:
     """``raw`` (a results.json as read) with the decision keys replaced by ``count``'s
     (``Count.record``) where ``Result.to_dict`` puts them, and its marks recorded; every other
     key and value as it was."""
-    from paperzoo.verdict.result import DECISION_KEYS
-
     decision = count.record()
     out: dict[str, Any] = {}
     for k, v in raw.items():
