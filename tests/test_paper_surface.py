@@ -42,9 +42,20 @@ SURFACE = {
     "ENTRY_POINT_GROUP": "'paperzoo.papers'",
     "SCALES": "('smoke', 'quick', 'full')",
     "ClaimSpec": {
-        "fields": ["id", "statement", "paper", "target", "kind", "scales", "unverified", "quoted"],
+        "fields": [
+            "id",
+            "statement",
+            "paper",
+            "target",
+            "kind",
+            "scales",
+            "unverified",
+            "quoted",
+            "diagnosis",
+        ],
         "members": {
             "applies": "(self, scale: 'str') -> 'bool'",
+            "diagnosis_at": "(self, scale: 'str') -> 'str | None'",
             "target_at": "(self, scale: 'str') -> 'str'",
             "targets": "(self) -> 'dict[str, str]'",
         },

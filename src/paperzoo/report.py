@@ -68,8 +68,8 @@ def _claim_table(
 
 def render_markdown(count: Count) -> str:
     """report.md of the run ``count`` judged: its headline (``Count.headline``), the findings
-    table (each claim re-judged, with why a holding finding does not count), the checks, notes
-    and figures."""
+    table (each claim re-judged, with why a holding finding does not count), the checks, the
+    declared diagnosis of each finding not reproduced, notes and figures."""
     result = count.result
     seeds = result.seeds
     lines = [f"# {result.title}", ""]
@@ -102,6 +102,9 @@ def render_markdown(count: Count) -> str:
         "fragile = the mean meets it, fewer seeds do; fails = the mean does not; not measured = "
         "a seed has no value (counts as failing).",
     ]
+    if diagnoses := count.diagnoses:
+        lines += ["", "## Why these findings do not reproduce here", ""]
+        lines += [f"- `{cid}`: {why}" for cid, why in diagnoses.items()]
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
     if result.figures:

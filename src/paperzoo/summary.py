@@ -271,6 +271,16 @@ def _claim_rows(paper: _Paper) -> tuple[list[_Run], list[tuple[str, str, Any, li
     return runs, rows
 
 
+def _diagnoses(paper: _Paper) -> list[tuple[str, str, str]]:
+    """(claim id, scale, why) for each finding a run of ``paper`` does not reproduce and the code
+    gives a diagnosis for at that run's scale (``Count.diagnosis``), each text once."""
+    seen: dict[tuple[str, str, str], None] = {}
+    for run in paper.runs:
+        for cid, why in run.count.diagnoses.items():
+            seen.setdefault((cid, run.result.scale, why), None)
+    return list(seen)
+
+
 # -- Markdown ---------------------------------------------------------------------------------------
 
 
@@ -357,6 +367,9 @@ def render_summary_markdown(
                     verdict = _md_cell(_verdict_text(c, run))
                     row += f" {_spread(c)} | {_md_cell(c.target)} | {verdict} |"
             lines.append(row)
+        if diagnoses := _diagnoses(p):
+            lines += ["", "Why a finding does not reproduce (the experiment is on the page named):"]
+            lines += [f"- `{cid}` ({scale}): {_md_cell(why)}" for cid, scale, why in diagnoses]
     return "\n".join(lines) + "\n"
 
 
@@ -507,6 +520,14 @@ def _html_findings(paper: _Paper) -> str:
                 )
         out.append(row + "</tr>")
     out.append("</table>")
+    if diagnoses := _diagnoses(paper):
+        out.append("<p>Why a finding does not reproduce (the experiment is on the page named):</p>")
+        out.append("<ul>")
+        out += [
+            f"<li><code>{escape(cid)}</code> ({escape(scale)}): {escape(why)}</li>"
+            for cid, scale, why in diagnoses
+        ]
+        out.append("</ul>")
     return "\n".join(out)
 
 

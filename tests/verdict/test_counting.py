@@ -41,8 +41,11 @@ def _recorded(d: Path, count: Count) -> None:
     assert raw["counting"]["headline"] == count.headline(), d
     why = {c.id: count.why_not_counted(c.id) for c in count.result.findings}
     assert raw["counting"]["findings_not_counted"] == {i: w for i, w in why.items() if w}, d
+    assert raw["counting"]["diagnoses"] == count.diagnoses, d
     report = (d / "report.md").read_text(encoding="utf-8").splitlines()
     assert report[2] == f"**{count.headline()}**", d  # the line under the title
+    for cid, w in count.diagnoses.items():
+        assert f"- `{cid}`: {w}" in report, (d, cid)
     for cid, w in why.items():
         row = next(line for line in report if line.startswith(f"| `{cid}`"))
         assert (f"not counted: {w}" in row) == (w is not None), (d, cid)
@@ -62,6 +65,50 @@ def test_every_committed_run_gives_one_answer_in_the_readme_its_report_and_resul
         assert f"({d.name}): **{count.headline()}**" in page
         assert f"{count.headline()}](results/{d.name}/report.md)" in readme, d.name
     assert any(c.counted for c in judge_runs(results, dirs))  # some committed runs count
+
+
+def test_a_declared_diagnosis_is_shown_where_the_finding_is_not_reproduced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.report import render_markdown
+
+    why = "the small scale: B needs 10x the steps (docs/x.md)"
+    specs = (
+        _SPECS[0],
+        dataclasses.replace(_SPECS[1], diagnosis={"quick": why}),
+        _SPECS[2],
+    )
+    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
+    fails = judge(_run(threads=1, gap=(0.6,) * 4), twins=[_run(threads=2, gap=(0.6,) * 4)])
+    assert fails.counted and fails.diagnoses == {"split.gap": why}
+    assert fails.record()["counting"]["diagnoses"] == {"split.gap": why}
+    report = render_markdown(fails)
+    assert "## Why these findings do not reproduce here" in report
+    assert f"- `split.gap`: {why}" in report
+    page = render_summary_markdown([fails.result])
+    assert f"- `split.gap` (quick): {why}" in page
+    # reproduced: nothing to explain, and the decision records none
+    holds = judge(_run(threads=1), twins=[_run(threads=2)])
+    assert holds.diagnoses == {} and holds.diagnosis("split.gap") is None
+    assert "do not reproduce here" not in render_markdown(holds)
+    # declared at quick only: a full run shows none
+    assert judge(_run(threads=1, gap=(0.6,) * 4, scale="full")).diagnoses == {}
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"diagnosis": {"quick": "too few steps"}}, "CAUSE: why"),
+        ({"diagnosis": {"quick": "the weather: rain"}}, "CAUSE: why"),
+        ({"diagnosis": {"quick": "the paper: "}}, "CAUSE: why"),
+        ({"diagnosis": {"full": "our code: x"}, "scales": ("smoke", "quick")}, "at scales"),
+        ({"diagnosis": {"quick": "our code: x"}, "kind": "check"}, "belongs to a finding"),
+    ],
+)
+def test_a_diagnosis_names_one_of_the_three_causes(kw: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        ClaimSpec("a.b", "a statement", 1.0, ">= 0.5", **kw)
 
 
 def test_a_run_given_alone_is_not_confirmed_at_a_second_thread_count() -> None:

@@ -25,7 +25,7 @@ from paperzoo.data.holdout import guard as _guard
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.registry import Registry
-from paperzoo.verdict.targets import validate_target
+from paperzoo.verdict.targets import validate_diagnosis, validate_target
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,12 @@ class ClaimSpec:
     reimplementation quotes it from the paper (e.g. a table of "reported" accuracies); such a
     number counts like a verified one and is shown as quoted. A claim is not both.
 
+    ``diagnosis`` maps a scale to why the finding does not reproduce there, as an experiment
+    found: "CAUSE: why", CAUSE one of ``paperzoo.verdict.DIAGNOSIS_CAUSES`` ("the small scale",
+    "our code", "the paper"), the reason naming the page that holds the experiment. report.md,
+    results.json and the summary show it beside the finding wherever it is not reproduced; it
+    changes no verdict.
+
     ``scales`` lists the scales at which the claim is measured and judged (default: all). A claim
     declared for some scales only (e.g. ``scales=("full",)`` for a finding that needs the paper's
     data set and model) is absent from the other scales' runs, results and tables; its target
@@ -115,6 +121,8 @@ class ClaimSpec:
     # Where the paper number is quoted from when the paper's text was not read (a maintained
     # reimplementation's table of the paper's numbers); None: not quoted. It counts.
     quoted: str | None = None
+    # scale -> why the finding does not reproduce there ("CAUSE: why"); see above
+    diagnosis: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in CLAIM_KINDS:
@@ -133,6 +141,18 @@ class ClaimSpec:
             raise ValueError(f"claim {self.id}: quoted needs a source (or None)")
         if self.quoted is not None and self.unverified is not None:
             raise ValueError(f"claim {self.id}: a paper number is quoted or unverified, not both")
+        if self.diagnosis is not None:
+            if self.kind != "finding" or set(self.diagnosis) - set(scales):
+                raise ValueError(
+                    f"claim {self.id}: a diagnosis belongs to a finding, at scales it is "
+                    f"declared at ({list(scales)}), got {self.kind} at {sorted(self.diagnosis)}"
+                )
+            for text in self.diagnosis.values():
+                try:
+                    validate_diagnosis(text)
+                except ValueError as err:
+                    raise ValueError(f"claim {self.id}: {err}") from None
+            object.__setattr__(self, "diagnosis", MappingProxyType(dict(self.diagnosis)))
         if not isinstance(self.target, str):
             # 'quick' and 'full' where declared; 'smoke' optional (it falls back to 'quick'),
             # needed only for a claim declared at smoke but not at quick.
@@ -170,6 +190,10 @@ class ClaimSpec:
         if isinstance(self.target, str):
             return self.target
         return self.target.get(scale, self.target.get("quick", ""))
+
+    def diagnosis_at(self, scale: str) -> str | None:
+        """Why the finding does not reproduce at ``scale`` (None: nothing declared there)."""
+        return None if self.diagnosis is None else self.diagnosis.get(scale)
 
     def targets(self) -> dict[str, str]:
         """``{scale: target}`` for every scale the claim is declared at."""

@@ -58,7 +58,14 @@ def declare(paper: str, scale: str, part: str | None) -> Declared:
     cfg = exp.config(scale)
     claims = tuple(
         DeclaredClaim(
-            s.id, s.statement, s.paper, s.kind, s.target_at(scale), s.unverified, s.quoted
+            s.id,
+            s.statement,
+            s.paper,
+            s.kind,
+            s.target_at(scale),
+            s.unverified,
+            s.quoted,
+            s.diagnosis_at(scale),
         )
         for s in specs
     )

@@ -47,6 +47,7 @@ from paperzoo.verdict.result import (
     scale_label,
 )
 from paperzoo.verdict.targets import (
+    DIAGNOSIS_CAUSES,
     MIN_SEEDS_REPRODUCED,
     PROTOCOL_SEEDS,
     VALIDATION_SEEDS_FROM,
@@ -58,11 +59,13 @@ from paperzoo.verdict.targets import (
     is_measured,
     seeds_needed,
     target_line,
+    validate_diagnosis,
     validate_target,
 )
 
 __all__ = [
     "DECISION_KEYS",
+    "DIAGNOSIS_CAUSES",
     "MIN_SEEDS_REPRODUCED",
     "PROTOCOL_SEEDS",
     "VALIDATION_SEEDS_FROM",
@@ -97,6 +100,7 @@ __all__ = [
     "seeds_needed",
     "target_line",
     "threads_of",
+    "validate_diagnosis",
     "validate_target",
     "validation_problem",
 ]

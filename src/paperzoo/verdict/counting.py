@@ -83,6 +83,8 @@ class DeclaredClaim:
     target: str  # the target at the scale asked for
     unverified: str | None = None  # why the paper number is not verified (None: verified)
     quoted: str | None = None  # the maintained reimplementation it is quoted from, if any
+    # why the finding does not reproduce at this scale: "CAUSE: why" (``validate_diagnosis``)
+    diagnosis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,21 @@ class Count:
             return f"paper number unverified: {c.unverified}"
         return None
 
+    def diagnosis(self, cid: str) -> str | None:
+        """Why finding ``cid`` does not reproduce at this scale, as the code declares it ("the
+        small scale: ...", "our code: ...", "the paper: ..."); None when it is reproduced here,
+        or nothing is declared."""
+        c = next((c for c in self.result.findings if c.id == cid), None)
+        if c is None or any(r.id == cid for r in self.reproduced):
+            return None
+        return c.diagnosis
+
+    @property
+    def diagnoses(self) -> dict[str, str]:
+        """``diagnosis`` of every finding that has one here: claim id -> the text."""
+        ids = [c.id for c in self.result.findings]
+        return {cid: why for cid in ids if (why := self.diagnosis(cid)) is not None}
+
     def headline(self) -> str:
         """The one sentence every page gives: "Findings reproduced: k of n (quick, seeds 0-3,
         commit ...; 2 knife edges, not counted)", or "Findings holding: k of n (...; not counted:
@@ -192,7 +209,8 @@ class Count:
     def record(self) -> dict[str, Any]:
         """The decision as results.json records it (``Result.to_dict(decision)``): the count
         (None when the run does not count), why not, and under ``counting`` the headline, each
-        holding finding that does not count and why, the flags and the runs consulted."""
+        holding finding that does not count and why, the declared diagnosis of each finding not
+        reproduced, the flags and the runs consulted."""
         ids = [c.id for c in self.result.findings]
         uncounted = {cid: why for cid in ids if (why := self.why_not_counted(cid)) is not None}
         return {
@@ -203,6 +221,7 @@ class Count:
             "counting": {
                 "headline": self.headline(),
                 "findings_not_counted": uncounted,
+                "diagnoses": self.diagnoses,
                 "consulted": list(self.consulted),
                 "flags": list(self.flags),
             },
@@ -385,8 +404,8 @@ def rejudge(
     found.
 
     Each claim's per-seed values are judged against the target the code declares for it at
-    the run's scale (and part), with the spec's statement, paper number and ``unverified`` or
-    ``quoted`` mark; a stored target that differs is flagged, and so is a stored kind that
+    the run's scale (and part), with the spec's statement, paper number, ``unverified`` or
+    ``quoted`` mark and ``diagnosis``; a stored target that differs is flagged, and so is a stored kind that
     differs (judged as the kind declared: a finding demoted to a check leaves the findings and
     the run still counts). A claim the code no longer declares is dropped (flagged); a
     declared one the run lacks is "not measured". Where ``run_dir`` holds the aggregate's seed
@@ -440,6 +459,7 @@ def rejudge(
                     unverified=spec.unverified,
                     quoted=spec.quoted,
                     why_not_measured=why,
+                    diagnosis=spec.diagnosis,
                 )  # fmt: skip
             )
         except ValueError as err:  # a value of the wrong type for the declared target

@@ -66,6 +66,10 @@ class ClaimResult:
     # why a seed has no value, per seed (None where measured or no reason is known), e.g.
     # "diverged at step 412 (deconv)"
     why_not_measured: list[str | None] | None = None
+    # why this finding does not reproduce at the run's scale, as the code declares it ("the
+    # small scale: ...", "our code: ...", "the paper: ..."); set by re-judging, never stored in
+    # the claim (the decision records it: ``Count.diagnoses``)
+    diagnosis: str | None = None
 
     def __post_init__(self) -> None:
         for v in self.per_seed:  # a boolean against a numeric target (or the reverse) is a bug

@@ -13,6 +13,7 @@ import math
 import re
 
 __all__ = [
+    "DIAGNOSIS_CAUSES",
     "MIN_SEEDS_REPRODUCED",
     "PROTOCOL_SEEDS",
     "VALIDATION_SEEDS_FROM",
@@ -24,6 +25,7 @@ __all__ = [
     "is_measured",
     "seeds_needed",
     "target_line",
+    "validate_diagnosis",
     "validate_target",
 ]
 
@@ -32,6 +34,11 @@ _CMP = re.compile(rf"^\s*(>=|<=|==|>|<)\s*({_NUM})\s*$", re.IGNORECASE)
 _WITHIN = re.compile(rf"^\s*within\s+(\d+\.?\d*|\.\d+)\s*%\s+of\s+({_NUM})\s*$", re.IGNORECASE)
 
 Measured = float | int | bool | None
+
+# What a declared diagnosis of a finding that does not reproduce at a scale names first: the
+# effect needs more data, steps or model than the scale gives; the project's code or protocol
+# differs from the paper's; or the effect does not appear as the paper reports it.
+DIAGNOSIS_CAUSES = ("the small scale", "our code", "the paper")
 VERDICTS = ("holds", "fragile", "fails", "not measured", "reported")
 MIN_SEEDS_REPRODUCED = 4  # a finding counts as reproduced at smoke/quick only over this many seeds
 # The protocol's test seeds: a quick verdict counts over these only (docs/verdicts.md); other
@@ -139,3 +146,15 @@ def target_line(target: str) -> float | None:
 def seeds_needed(n: int) -> int:
     """Seeds that must meet the target for ``holds``: ``ceil(3n/4)``."""
     return math.ceil(3 * n / 4)
+
+
+def validate_diagnosis(text: str) -> str:
+    """``text`` when it reads "CAUSE: why" with CAUSE one of ``DIAGNOSIS_CAUSES`` and a reason
+    after it; ``ValueError`` (one line) otherwise."""
+    cause, sep, why = text.partition(": ")
+    if not sep or cause not in DIAGNOSIS_CAUSES or not why.strip():
+        raise ValueError(
+            f"a diagnosis reads 'CAUSE: why' with CAUSE one of {', '.join(DIAGNOSIS_CAUSES)}; "
+            f"got {text[:60]!r}"
+        )
+    return text
