@@ -106,6 +106,32 @@ def run_seed(seed: int, steps: list[int], variant: str, overrides: dict, work: P
     }
 
 
+def summarise(out: Path) -> str:
+    """A markdown table of the gaps per variant, seed and stop in ``out``, with, per stop, the
+    mean, the seeds at or above 0 and the 95 % t-interval of the mean (the rule's numbers)."""
+    t975 = {7: 2.365, 6: 2.447, 5: 2.571, 4: 2.776, 3: 3.182}  # Student t, 0.975, by df
+    rows: dict[tuple[str, int], dict[int, float]] = {}
+    for f in sorted(out.glob("*-seed-*.json")):
+        r = json.loads(f.read_text())
+        for st in r["stops"]:
+            rows.setdefault((r["variant"], st["steps"]), {})[r["seed"]] = st["gap"]
+    lines = []
+    for (variant, n), gaps in sorted(rows.items()):
+        seeds = sorted(gaps)
+        v = [gaps[s] for s in seeds]
+        m = sum(v) / len(v)
+        line = f"| {variant} | {n} | " + " | ".join(f"{x:+.3f}" for x in v) + f" | {m:+.4f} | "
+        line += f"{sum(x >= 0 for x in v)}/{len(v)} | "
+        if len(v) > 1:
+            sd = (sum((x - m) ** 2 for x in v) / (len(v) - 1)) ** 0.5
+            h = t975.get(len(v) - 1, 2.0) * sd / len(v) ** 0.5
+            line += f"{sd:.3f} | [{m - h:+.3f}, {m + h:+.3f}] |"
+        else:
+            line += "— | — |"
+        lines.append(f"seeds {seeds[0]}-{seeds[-1]}\n{line}" if not lines else line)
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="100-107", help="e.g. 100-107 or 100,101")
@@ -115,7 +141,13 @@ def main() -> None:
     ap.add_argument("--variant", default=None, help="name in the output files")
     ap.add_argument("--out", type=Path, default=Path("results/probes/gat-scale"))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--summary", action="store_true", help="print the table of the JSONs in --out and exit"
+    )
     args = ap.parse_args()
+    if args.summary:
+        print(summarise(args.out))  # noqa: T201
+        return
     torch.set_num_threads(args.threads)
     steps = sorted(int(s) for s in args.steps.split(","))
     overrides: dict = {}
