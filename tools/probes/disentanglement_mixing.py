@@ -52,10 +52,11 @@ import torch
 
 LEVELS = 12  # codes per family (the study's 12 VAEs at quick)
 DIM = 10  # the VAEs' latent size
-FAMILIES = ("rotation", "coupling")
+FAMILIES = ("rotation", "coupling", "coupling4")
 FINDING_METRICS = ("beta_vae", "factor_vae", "dci")
 VALIDATION = Path("results/validation/disentanglement-quick-s100-107")
-COUPLING_GAIN = 2.0  # the coupling's strength at t = 1
+# the coupling's strength at t = 1: "coupling" (the first runs), "coupling4" (the FactorVAE follow-up)
+COUPLING_GAIN = {"coupling": 2.0, "coupling4": 4.0, "coupling8": 8.0}
 
 
 def say(*parts: object) -> None:
@@ -88,7 +89,8 @@ class MixedCode:
         if family == "rotation":
             log_q = scipy.linalg.logm(_haar_rotation(rng, DIM))
             self.matrix = np.real(scipy.linalg.expm(self.t * np.real(log_q)))
-        elif family == "coupling":
+        elif family in COUPLING_GAIN:
+            self.gain = COUPLING_GAIN[family]
             self.layers = []
             for _ in range(4):
                 perm = rng.permutation(DIM)
@@ -114,7 +116,7 @@ class MixedCode:
         for perm, w1, b1, w2 in self.layers:
             x = x[:, perm].copy()
             a = x[:, : DIM // 2]
-            x[:, DIM // 2 :] += COUPLING_GAIN * self.t * (np.tanh(a @ w1 + b1) @ w2)
+            x[:, DIM // 2 :] += self.gain * self.t * (np.tanh(a @ w1 + b1) @ w2)
         return x
 
     def __call__(self, factors: np.ndarray) -> np.ndarray:
