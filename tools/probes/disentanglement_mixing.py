@@ -208,6 +208,36 @@ def run_seed(seed: int, out: Path, noise: float, baseline: bool, families) -> No
     say(f"seed {seed}: {result['cpu_seconds']:.0f} CPU-s -> {out / f'seed-{seed}.json'}")
 
 
+def calibrate(seed: int, out: Path) -> None:
+    """The FactorVAE follow-up's gain, chosen on a seed that decides nothing else: BetaVAE,
+    FactorVAE and DCI of the ``coupling4`` / ``coupling8`` codes at t = 0.5 and 1 (no WReN)."""
+    from paperzoo.experiments.base import RunContext
+    from paperzoo.experiments.disentanglement import training
+    from paperzoo.experiments.disentanglement.config import CONFIGS
+
+    torch.set_num_threads(1)
+    cfg = CONFIGS["quick"]
+    ctx = RunContext(scale="quick", seed=seed, out_dir=Path(tempfile.mkdtemp()), quiet=True)
+    env = training.environment(cfg, ctx, "abstract-dsprites")
+    obs = training._FactorsAsObservations(env.train)
+    rows = []
+    for family in ("coupling4", "coupling8"):
+        for t in (0.5, 1.0):
+            code = MixedCode(family, t, env.pgm.factor_sizes, seed, 0.1)
+            m = training._metrics(
+                lambda x, c=code: torch.tensor(c(x.numpy()), dtype=torch.float32), obs, cfg, ctx
+            )
+            rows.append({"family": family, "t": t, **{k: m[k] for k in FINDING_METRICS}})
+            say(rows[-1])
+    fv = {r["family"]: r["factor_vae"] for r in rows if r["t"] == 1.0}
+    chosen = "coupling4" if fv["coupling4"] <= 0.45 else "coupling8"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"calibration-seed-{seed}.json").write_text(
+        json.dumps({"seed": seed, "rows": rows, "chosen": chosen}, indent=1) + "\n"
+    )
+    say("chosen:", chosen)
+
+
 def _vae_ranges(seed: int) -> dict[str, float]:
     recs = json.loads((VALIDATION / f"seed-{seed}" / "results.json").read_text())["details"]
     vaes = [r for r in recs["records"] if r.get("kind") == "vae" and not r.get("diverged")]
@@ -282,9 +312,14 @@ def main() -> None:
     p.add_argument("--families", default=",".join(FAMILIES))
     p.add_argument("--baseline", action="store_true", help="also the study's ground-truth item")
     p.add_argument("--summarize", action="store_true", help="print the rule's tables and exit")
+    p.add_argument(
+        "--calibrate", action="store_true", help="choose the FactorVAE follow-up's gain (seed 999)"
+    )
     a = p.parse_args()
     if a.summarize:
         summarize(a.out)
+    elif a.calibrate:
+        calibrate(a.seed, a.out)
     else:
         run_seed(a.seed, a.out, a.noise, a.baseline, a.families.split(","))
 
