@@ -13,6 +13,7 @@ from paperzoo.experiments.coordconv.config import SCHEDULES
 from paperzoo.experiments.coordconv.training import (
     _accumulating_step,
     _with_l2,
+    _with_l2_per_chunk,
     conv_weights,
     fit,
     fit_classifier,
@@ -267,6 +268,62 @@ def test_l2_penalty_is_on_conv_weights_only():
     total_b, logged_b = _with_l2(loss_fn, model, 1e-2)(model, (x, y))
     penalty = (total_b - logged_b["fit_loss"]).item()  # a difference of larger numbers
     assert penalty == pytest.approx((expected - fit).item(), rel=1e-3)
+
+
+def test_l2_with_micro_batches_gives_the_whole_batch_gradient():
+    """The quadrant classifier's L2 with micro-batches: each chunk's loss holds the penalty
+    weighted by its share, so the step's gradient is the whole batch's penalised gradient."""
+    torch.manual_seed(0)
+    coords, target = torch.rand(8, 2) * 2 - 1, torch.randint(0, 64 * 64, (8,))
+
+    def loss_fn(model, batch):
+        c, t = batch
+        return torch.nn.functional.cross_entropy(model(c).flatten(1), t)
+
+    grads = []
+    for chunk in (8, 2):
+        torch.manual_seed(1)
+        model = CoordConvPainter()
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        penalised = _with_l2_per_chunk(loss_fn, model, 0.5)
+        _accumulating_step(penalised, opt, chunk)(model, (coords, target))
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    torch.manual_seed(1)
+    model = CoordConvPainter()
+    total, _ = _with_l2(loss_fn, model, 0.5)(model, (coords, target))
+    total.backward()
+    whole = torch.cat([p.grad.flatten() for p in model.parameters()])
+    for g in grads:
+        assert torch.allclose(g, whole, rtol=1e-4, atol=1e-6)
+
+
+def test_only_the_quadrant_coordconv_classifier_takes_its_l2(smoke_ctx, monkeypatch):
+    """``quadrant_cls_l2`` (quick: 1e-3, decided on validation seeds) reaches the CoordConv
+    classifier on the quadrant split, not the uniform one nor the deconv nets."""
+    import paperzoo.experiments.coordconv.training as cc
+
+    assert CoordConvExperiment().config("quick").quadrant_cls_l2 == 1e-3
+    assert CoordConvExperiment().config("full").quadrant_cls_l2 == 0.0
+    seen = []
+    real_fit = cc.fit
+
+    def fit(tag, *a, **kw):
+        seen.append((tag, kw["l2"]))
+        return real_fit(tag, *a, **kw)
+
+    monkeypatch.setattr(cc, "fit", fit)
+    cfg = dataclasses.replace(CoordConvExperiment().config("smoke"), quadrant_cls_l2=2e-3)
+    data = load_data(cfg, smoke_ctx)
+    for kind in ("quadrant", "uniform"):
+        _, train, val, _ = data[kind]
+        for arch in ("coordconv", "deconv"):
+            fit_classifier(kind, arch, train[:16], val[:4], cfg, smoke_ctx)
+    assert seen == [
+        ("quadrant-classification-coordconv", 2e-3),
+        ("quadrant-classification-deconv", 0.0),
+        ("uniform-classification-coordconv", 0.0),
+        ("uniform-classification-deconv", 0.0),
+    ]
 
 
 def test_schedules():

@@ -161,6 +161,20 @@ def _with_l2(
     return penalised
 
 
+def _with_l2_per_chunk(
+    loss_fn: Callable[[nn.Module, Any], Tensor], model: nn.Module, l2: float
+) -> Callable[[nn.Module, Any], Tensor]:
+    """``loss_fn`` plus the authors' L2 penalty for micro-batches: the accumulating step weights
+    each chunk's loss by the chunk's share of the batch, and the shares sum to one, so each
+    step's loss holds the penalty once (the gradient of the whole batch's penalised loss)."""
+    weights = conv_weights(model)
+
+    def penalised(mod: nn.Module, batch: Any) -> Tensor:
+        return loss_fn(mod, batch) + l2 * sum(w.pow(2).sum() for w in weights)
+
+    return penalised
+
+
 def _use_running_stats(model: nn.Module) -> None:
     """Batch norms in eval mode: normalise with (and stop updating) the running statistics."""
     for m in model.modules():
@@ -210,7 +224,9 @@ def fit(
 
     ``l2``: add ``l2`` times the sum of the squared weights of every (transposed)
     convolution, not the biases, to the loss (the authors' ``--l2``, a Keras-style
-    ``kernel_regularizer``); the logged ``loss`` includes it, ``fit_loss`` does not.
+    ``kernel_regularizer``); the logged ``loss`` includes it, ``fit_loss`` does not (with
+    ``micro_batch`` the penalty is in each chunk's loss, weighted by the chunk's share, and no
+    ``fit_loss`` is logged).
 
     ``drop_last``: the engine's ``TrainConfig.drop_last`` (``False``: each epoch ends with a
     partial batch, as the authors' loop does).
@@ -230,9 +246,10 @@ def fit(
     """
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas)
     if l2 > 0:
-        if micro_batch is not None:
-            raise ValueError("l2 with micro_batch would add the penalty once per chunk")
-        loss_fn = _with_l2(loss_fn, model, l2)
+        if micro_batch is not None and micro_batch < batch_size:
+            loss_fn = _with_l2_per_chunk(loss_fn, model, l2)
+        else:
+            loss_fn = _with_l2(loss_fn, model, l2)
     step_fn: Callable[[nn.Module, Any], Any] = loss_fn
     if micro_batch is not None and micro_batch < batch_size:
         step_fn = _accumulating_step(loss_fn, optimizer, micro_batch)
@@ -321,6 +338,7 @@ def fit_classifier(
         micro_batch=cfg.micro_batch if coordconv else None,  # the deconv has batch norm
         running_stats_from=None if coordconv else cfg.deconv_frozen_step(kind),
         betas=cfg.adam_betas,
+        l2=cfg.quadrant_cls_l2 if coordconv and kind == "quadrant" else 0.0,
         schedule=cfg.schedule if coordconv else cfg.deconv_schedule,
         drop_last=not cfg.partial_batches,
     )
