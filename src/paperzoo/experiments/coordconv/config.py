@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 from paperzoo.data.not_so_clevr import SPLIT_PROTOCOLS
 from paperzoo.engine.schedules import cosine
-from paperzoo.experiments.base import ClaimSpec
+from paperzoo.experiments.base import ClaimSpec, added_later
 
 # step -> multiplier of the peak step size, given the number of steps
 SCHEDULES: dict[str, Callable[[int], Callable[[int], float] | None]] = {
@@ -82,9 +82,10 @@ class Config:
     # painters and the CoordConv regressor measure 0.99-1.08x there and stay channels-first
     channels_last: bool = True
     # the L2 penalty of the CoordConv classifier on the quadrant split (the authors' grid: 0 and
-    # 1e-3; quick's 1e-3 was decided on validation seeds 100-107, docs/coordconv.md, "Quick
-    # findings that do not reproduce: why"; the uniform-split classifier and the renderer: 0)
-    quadrant_cls_l2: float = 0.0
+    # 1e-3; the uniform-split classifier and the renderer: 0). Every scale trains without it: a
+    # quick value of 1e-3 is decided on validation seeds 100-107 but waits for its reruns
+    # (docs/coordconv.md, "Quick findings that do not reproduce: why")
+    quadrant_cls_l2: float = added_later(0.0, ran_before=0.0)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.deconv_running_stats_from <= 1.0:
@@ -147,10 +148,33 @@ PARTS = MappingProxyType(
         "rendering": ("quadrant.rendering.",),
     }
 )
+_WHERE = "(docs/coordconv.md, 'Quick findings that do not reproduce: why')"
+# Why a finding does not reproduce at a scale (the experiment is on the page named).
+_WHY_QUADRANT_CLS = (
+    "the paper: one run extrapolates into the held-out quadrant on 6 of 8 validation seeds with "
+    "quick's recipe, 6 of 8 with the authors' L2 penalty 1e-3 and fewer with He-normal weights, "
+    "and the authors' 7,550-step schedule still leaves seed 101 at 0.914; the paper's 100 % is "
+    "the best of the authors' six-run grid, chosen on the test points, a selection quick cannot "
+    f"make without the test quadrant {_WHERE}"
+)
+_WHY_UNIFORM_DECONV = (
+    "our code: quick's deconv freezes its batch-norm running statistics for the second half of "
+    "training (so that it fits its training points in 1,500 steps), which lets it interpolate "
+    "the uniform split to 0.90-0.96; with the authors' batch statistics throughout it reads "
+    "0.28-0.50 on all 8 validation seeds but fits its training points only to 0.57-0.74, and "
+    f"twice the steps raise its accuracy further, so no change fits quick {_WHERE}"
+)
+_WHY_REGRESSOR = (
+    "the paper: the CoordConv regressor reaches <= 1 px on 2 of 8 validation seeds with quick's "
+    "recipe, the same 2 with ten times the steps or other batch orders, and 3 of 8 with the "
+    "authors' own recipe (the full config's); for a given recipe the initial weights decide, so "
+    f"the paper's ~0 px needs a selection over runs that it does not report {_WHERE}"
+)
 CLAIMS = (
     ClaimSpec("quadrant.classification.coordconv.test_acc",
               "CoordConv maps (i, j) to the right pixel in the never-seen quadrant", 1.0,
-              {"quick": ">= 0.95", "full": ">= 0.99"}),
+              {"quick": ">= 0.95", "full": ">= 0.99"},
+              diagnosis={"quick": _WHY_QUADRANT_CLS}),
     # a check at every scale, as on the uniform split (its id at full is the premise's below)
     ClaimSpec("quadrant.classification.deconv.train_acc",
               "the deconv baseline fits its training quadrants", 1.0, ">= 0.9", kind="check",
@@ -166,7 +190,8 @@ CLAIMS = (
               {"quick": ">= 0.95", "full": ">= 0.99"}),
     ClaimSpec("uniform.classification.deconv.test_acc",
               "the deconv baseline misses part of the uniform split's test points (paper: ~86 %)",
-              0.86, {"quick": "<= 0.95", "full": "<= 0.90"}),
+              0.86, {"quick": "<= 0.95", "full": "<= 0.90"},
+              diagnosis={"quick": _WHY_UNIFORM_DECONV}),
     ClaimSpec("uniform.classification.deconv.train_acc",
               "the premise of the two uniform-split findings: the deconv baseline fits its "
               "training points", 1.0, {"quick": ">= 0.9", "full": ">= 0.99"}, kind="check"),
@@ -175,7 +200,8 @@ CLAIMS = (
               {"quick": ">= 0.03", "full": ">= 0.10"}),
     ClaimSpec("quadrant.regression.coordconv.test_rmse_px",
               "CoordConv regresses (i, j) of held-out-quadrant points to within a pixel", "~0",
-              {"quick": "<= 1.0", "full": "<= 0.5"}, unverified=_UNREAD),
+              {"quick": "<= 1.0", "full": "<= 0.5"}, unverified=_UNREAD,
+              diagnosis={"quick": _WHY_REGRESSOR, "full": _WHY_REGRESSOR}),
     ClaimSpec("quadrant.regression.conv.train_rmse_px",
               "the convolutional regressor fits its training quadrants (RMSE, pixels)", None,
               "<= 1.0", scales=("smoke", "quick")),
@@ -217,7 +243,7 @@ CONFIGS = {
         reg_steps=300, reg_lr=1e-2, reg_batch_size=32, reg_betas=(0.9, 0.999), reg_l2=0.0,
         reg_schedule="cosine", conv_reg_steps=1000, conv_reg_lr=1e-2, conv_reg_batch_size=32,
         conv_reg_l2=0.0, adam_betas=(0.9, 0.999), schedule="cosine", deconv_schedule="cosine",
-        val_fraction=0.1, eval_every=250, eval_limit=None, quadrant_cls_l2=1e-3,
+        val_fraction=0.1, eval_every=250, eval_limit=None,
     ),
     # The authors' runs (experiment_logs.sh, train.py defaults) on the authors' splits
     # (data/not_so_clevr_generator.py: quadrant 2,407 training / 729 test centres, uniform
