@@ -13,7 +13,6 @@ from paperzoo.experiments.coordconv.config import SCHEDULES
 from paperzoo.experiments.coordconv.training import (
     _accumulating_step,
     _with_l2,
-    _with_l2_per_chunk,
     conv_weights,
     fit,
     fit_classifier,
@@ -257,7 +256,7 @@ def test_l2_penalty_is_on_conv_weights_only():
     weights = conv_weights(model)
     assert len(weights) == 5 and all(w.dim() == 4 for w in weights)
     assert not any(w is m.bias for w in weights for m in model.net)
-    total, logged = _with_l2(loss_fn, model, 1e-2)(model, (x, y))
+    total, logged = _with_l2(loss_fn, model, 1e-2, chunked=False)(model, (x, y))
     fit = loss_fn(model, (x, y))
     expected = fit + 1e-2 * sum(w.pow(2).sum() for w in weights)
     torch.testing.assert_close(total, expected)
@@ -265,7 +264,7 @@ def test_l2_penalty_is_on_conv_weights_only():
     with torch.no_grad():
         for m in model.net:
             m.bias.add_(5.0)  # biases are not penalised
-    total_b, logged_b = _with_l2(loss_fn, model, 1e-2)(model, (x, y))
+    total_b, logged_b = _with_l2(loss_fn, model, 1e-2, chunked=False)(model, (x, y))
     penalty = (total_b - logged_b["fit_loss"]).item()  # a difference of larger numbers
     assert penalty == pytest.approx((expected - fit).item(), rel=1e-3)
 
@@ -285,12 +284,12 @@ def test_l2_with_micro_batches_gives_the_whole_batch_gradient():
         torch.manual_seed(1)
         model = CoordConvPainter()
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        penalised = _with_l2_per_chunk(loss_fn, model, 0.5)
+        penalised = _with_l2(loss_fn, model, 0.5, chunked=True)
         _accumulating_step(penalised, opt, chunk)(model, (coords, target))
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     torch.manual_seed(1)
     model = CoordConvPainter()
-    total, _ = _with_l2(loss_fn, model, 0.5)(model, (coords, target))
+    total, _ = _with_l2(loss_fn, model, 0.5, chunked=False)(model, (coords, target))
     total.backward()
     whole = torch.cat([p.grad.flatten() for p in model.parameters()])
     for g in grads:
@@ -350,9 +349,9 @@ def test_regression_trains_with_the_configured_adam_and_penalty(smoke_ctx, monke
         seen.append(("adam", kw["betas"]))
         return real_adam(params, **kw)
 
-    def with_l2(loss_fn, model, l2):
+    def with_l2(loss_fn, model, l2, *, chunked):
         seen.append(("l2", l2))
-        return real_l2(loss_fn, model, l2)
+        return real_l2(loss_fn, model, l2, chunked=chunked)
 
     monkeypatch.setattr(torch.optim, "Adam", adam)
     monkeypatch.setattr(cc, "_with_l2", with_l2)
