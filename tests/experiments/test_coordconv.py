@@ -88,7 +88,10 @@ def test_validation_is_carved_from_the_training_split(smoke_ctx):
     assert torch.equal(again, data["uniform"][2]) and not torch.equal(other, again)
 
 
-def test_micro_batches_give_the_whole_batch_gradient():
+@pytest.mark.parametrize("l2", [0.0, 0.5])
+def test_micro_batches_give_the_whole_batch_gradient(l2):
+    """Chunks of 2 give the whole batch's gradient; with the authors' L2 penalty each chunk's loss
+    holds it weighted by its share, so the step's gradient is the whole batch's penalised one."""
     torch.manual_seed(0)
     coords, target = torch.rand(8, 2) * 2 - 1, torch.randint(0, 64 * 64, (8,))
 
@@ -101,9 +104,16 @@ def test_micro_batches_give_the_whole_batch_gradient():
         torch.manual_seed(1)
         model = CoordConvPainter()
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        _accumulating_step(loss_fn, opt, chunk)(model, (coords, target))
+        step_loss = _with_l2(loss_fn, model, l2, chunked=True) if l2 else loss_fn
+        _accumulating_step(step_loss, opt, chunk)(model, (coords, target))
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
-    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-7)
+    torch.manual_seed(1)
+    model = CoordConvPainter()
+    total, _ = _with_l2(loss_fn, model, l2, chunked=False)(model, (coords, target))
+    total.backward()
+    whole = torch.cat([p.grad.flatten() for p in model.parameters()])
+    for g in grads:
+        assert torch.allclose(g, whole, rtol=1e-4, atol=1e-6)
 
 
 def test_micro_batches_all_reduce_once_per_step_under_ddp():
@@ -267,33 +277,6 @@ def test_l2_penalty_is_on_conv_weights_only():
     total_b, logged_b = _with_l2(loss_fn, model, 1e-2, chunked=False)(model, (x, y))
     penalty = (total_b - logged_b["fit_loss"]).item()  # a difference of larger numbers
     assert penalty == pytest.approx((expected - fit).item(), rel=1e-3)
-
-
-def test_l2_with_micro_batches_gives_the_whole_batch_gradient():
-    """The quadrant classifier's L2 with micro-batches: each chunk's loss holds the penalty
-    weighted by its share, so the step's gradient is the whole batch's penalised gradient."""
-    torch.manual_seed(0)
-    coords, target = torch.rand(8, 2) * 2 - 1, torch.randint(0, 64 * 64, (8,))
-
-    def loss_fn(model, batch):
-        c, t = batch
-        return torch.nn.functional.cross_entropy(model(c).flatten(1), t)
-
-    grads = []
-    for chunk in (8, 2):
-        torch.manual_seed(1)
-        model = CoordConvPainter()
-        opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        penalised = _with_l2(loss_fn, model, 0.5, chunked=True)
-        _accumulating_step(penalised, opt, chunk)(model, (coords, target))
-        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
-    torch.manual_seed(1)
-    model = CoordConvPainter()
-    total, _ = _with_l2(loss_fn, model, 0.5, chunked=False)(model, (coords, target))
-    total.backward()
-    whole = torch.cat([p.grad.flatten() for p in model.parameters()])
-    for g in grads:
-        assert torch.allclose(g, whole, rtol=1e-4, atol=1e-6)
 
 
 def test_only_the_quadrant_coordconv_classifier_takes_its_l2(smoke_ctx, monkeypatch):
