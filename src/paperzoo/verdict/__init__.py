@@ -22,11 +22,19 @@ from paperzoo.verdict.counting import (
     DeclaredClaim,
     counts,
     is_validation_run,
-    mark_knife_edges,
-    mark_unstable,
     rejudge,
+    rule_text,
     threads_of,
-    validation_problem,
+)
+from paperzoo.verdict.intervals import (
+    ALPHA,
+    LEVEL,
+    LOOKS,
+    PROTOCOL_SEEDS,
+    SEED_RULE,
+    Decision,
+    decide,
+    holm,
 )
 from paperzoo.verdict.merging import (
     SeedNotes,
@@ -42,6 +50,7 @@ from paperzoo.verdict.result import (
     Result,
     format_seeds,
     load_result,
+    next_seeds,
     own_reason,
     run_label,
     scale_label,
@@ -49,7 +58,6 @@ from paperzoo.verdict.result import (
 from paperzoo.verdict.targets import (
     DIAGNOSIS_CAUSES,
     MIN_SEEDS_REPRODUCED,
-    PROTOCOL_SEEDS,
     VALIDATION_SEEDS_FROM,
     VERDICTS,
     Measured,
@@ -64,6 +72,13 @@ from paperzoo.verdict.targets import (
 )
 
 __all__ = [
+    "ALPHA",
+    "LEVEL",
+    "LOOKS",
+    "SEED_RULE",
+    "Decision",
+    "decide",
+    "holm",
     "DECISION_KEYS",
     "DIAGNOSIS_CAUSES",
     "MIN_SEEDS_REPRODUCED",
@@ -91,10 +106,10 @@ __all__ = [
     "is_measured",
     "is_validation_run",
     "load_result",
-    "mark_knife_edges",
-    "mark_unstable",
+    "next_seeds",
     "own_reason",
     "rejudge",
+    "rule_text",
     "run_label",
     "scale_label",
     "seeds_needed",
@@ -102,5 +117,4 @@ __all__ = [
     "threads_of",
     "validate_diagnosis",
     "validate_target",
-    "validation_problem",
 ]

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paperzoo.verdict.intervals import LOOKS, SEED_RULE, Decision, decide
 from paperzoo.verdict.targets import (
     MIN_SEEDS_REPRODUCED,
-    PROTOCOL_SEEDS,
     VALIDATION_SEEDS_FROM,
     Measured,
     check_measurement,
@@ -39,6 +39,7 @@ __all__ = [
     "Result",
     "format_seeds",
     "load_result",
+    "next_seeds",
     "own_reason",
     "run_label",
     "scale_label",
@@ -70,6 +71,9 @@ class ClaimResult:
     # small scale: ...", "our code: ...", "the paper: ..."); set by re-judging, never stored in
     # the claim (the decision records it: ``Count.diagnoses``)
     diagnosis: str | None = None
+    # why this finding does not count although it may hold: its target or the seed rule
+    # changed after the run ("target changed after the run: ..."); set by re-judging
+    not_counted: str | None = None
 
     def __post_init__(self) -> None:
         for v in self.per_seed:  # a boolean against a numeric target (or the reverse) is a bug
@@ -101,6 +105,14 @@ class ClaimResult:
         """Number of seeds whose measurement meets the target."""
         return sum(evaluate_target(self.target, v) is True for v in self.per_seed)
 
+    @property
+    def decision(self) -> Decision | None:
+        """How a finding is decided (``paperzoo.verdict.intervals.decide``: its interval, level
+        and method); None for a check or a reported number."""
+        if self.kind != "finding" or self.target.strip().lower() == "reported":
+            return None
+        return decide(self.target, self.per_seed)
+
     def _mean_meets(self) -> bool:
         mean = self.mean
         assert mean is not None
@@ -111,10 +123,16 @@ class ClaimResult:
 
     @property
     def verdict(self) -> str:
+        """A finding: ``holds``, ``fails`` or ``inconclusive`` by its interval (``decision``);
+        a check (true by construction): ``holds`` when the mean and ``seeds_needed`` of its seeds
+        meet the target, ``fragile`` when the mean does and fewer seeds do, else ``fails``; both:
+        ``not measured`` without a value on every seed, ``reported`` without a target."""
         if self.target.strip().lower() == "reported":
             return "reported"
         if self.mean is None:
             return "not measured"
+        if (decision := self.decision) is not None:
+            return decision.verdict
         if not self._mean_meets():
             return "fails"
         return "holds" if self.holds_on >= seeds_needed(len(self.per_seed)) else "fragile"
@@ -128,7 +146,7 @@ class ClaimResult:
     def counts_at(self, scale: str) -> bool:
         """Whether this claim counts as a reproduced finding of a run at ``scale`` that counts:
         a finding that holds, on a verified paper number at full scale."""
-        if self.kind != "finding" or self.verdict != "holds":
+        if self.kind != "finding" or self.verdict != "holds" or self.not_counted is not None:
             return False
         return not (scale == "full" and self.unverified is not None)
 
@@ -153,6 +171,16 @@ class ClaimResult:
             "holds_on": f"{self.holds_on}/{len(self.per_seed)}",
             "verdict": self.verdict,
         }
+        if (decision := self.decision) is not None:
+            low, high = decision.interval
+            d |= {
+                "n": decision.n,
+                "interval": [low, high],
+                "interval_of": decision.of,
+                "level": round(decision.level, 6),
+                "method": decision.method,
+                "look": decision.look,
+            }
         if self.unverified is not None:
             d["unverified"] = self.unverified
         if self.quoted is not None:
@@ -202,6 +230,9 @@ class Result:
     threads: int | None = None  # torch's intra-op threads per process (None: not recorded)
     precision: str = "fp32"  # --precision (paperzoo.engine.precision); older results: fp32
     host: str | None = None  # CPU model and cores (and GPU) it ran on; None: not recorded
+    # the seed rule and level its findings were decided by when it ran (``SEED_RULE``); None:
+    # made before results.json recorded one (decided by the rule in force)
+    seed_rule: dict[str, Any] | None = None
 
     @property
     def paper_setting(self) -> bool:
@@ -306,6 +337,7 @@ class Result:
             d["estimate"] = self.partial
         if self.seed_dirs:
             d["seed_dirs"] = list(self.seed_dirs)
+        d["seed_rule"] = dict(self.seed_rule if self.seed_rule is not None else SEED_RULE)
         return d
 
     @classmethod
@@ -356,6 +388,7 @@ class Result:
                 threads=d.get("threads"),
                 precision=str(d.get("precision", "fp32")),  # results before --precision: fp32
                 host=d.get("host"),
+                seed_rule=dict(d["seed_rule"]) if d.get("seed_rule") else None,
             )
         except (KeyError, TypeError, ValueError) as err:
             version = d.get("paperzoo_version", "unknown") if isinstance(d, dict) else "unknown"
@@ -433,19 +466,34 @@ def _provenance_problem(result: Result) -> str | None:
 
 
 def seeds_problem(result: Result) -> str | None:
-    """Why the seeds are not a counted seed set; None when they are: the protocol's test seeds
-    0-3 below full scale, any test seeds at full; validation seeds never count."""
+    """Why the seeds are not a counted seed set; None when they are: below full scale the seeds
+    of one of the seed rule's looks (0-3, 0-7, 0-15: ``paperzoo.verdict.intervals.LOOKS``), at
+    full any test seeds; validation seeds never count."""
     validation = [s for s in result.seeds if s >= VALIDATION_SEEDS_FROM]
     if validation:
         return f"validation seeds {format_seeds(validation)} (selection runs) never count"
-    if result.scale in ("quick", "smoke") and sorted(result.seeds) != list(PROTOCOL_SEEDS):
+    looks = [list(range(n)) for n in LOOKS]
+    if result.scale in ("quick", "smoke") and sorted(result.seeds) not in looks:
         if len(result.seeds) < MIN_SEEDS_REPRODUCED:
             return f"a finding counts as reproduced only over {MIN_SEEDS_REPRODUCED} seeds"
         return (
             f"seeds {format_seeds(result.seeds)}: a {result.scale} verdict counts over the "
-            f"protocol's seeds {format_seeds(list(PROTOCOL_SEEDS))} only"
+            f"seeds of a look of the seed rule only ({', '.join(format_seeds(s) for s in looks)})"
         )
     return None
+
+
+def next_seeds(result: Result) -> list[int]:
+    """The seeds the seed rule adds after ``result``: at quick scale, over the seeds of a look
+    (0-3, 0-7), while one of its findings is ``inconclusive``, the next look's new seeds (4-7,
+    then 8-15); empty when every finding is decided, at the last look, at another scale (which
+    runs the seeds it is given), or for seeds that are no look."""
+    seeds = sorted(result.seeds)
+    if result.scale != "quick" or seeds not in [list(range(n)) for n in LOOKS[:-1]]:
+        return []
+    if not any(c.verdict == "inconclusive" for c in result.findings):
+        return []
+    return list(range(len(seeds), LOOKS[LOOKS.index(len(seeds)) + 1]))
 
 
 def load_result(out_dir: str | Path) -> Result:

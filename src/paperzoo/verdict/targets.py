@@ -2,9 +2,9 @@
 
 A target is a string fixed before the run: ``">= x"``, ``"> x"``, ``"<= x"``, ``"< x"``,
 ``"== x"`` (counts only), ``"within P% of x"``, ``"is true"``, ``"is false"`` or (checks only)
-``"reported"``. A claim ``holds`` when the mean over its seeds meets the target and so do at least
-``seeds_needed(n)`` of its ``n`` seeds (``paperzoo.verdict.result.ClaimResult.verdict``); see
-docs/verdicts.md.
+``"reported"``. How a finding is decided over its seeds is ``paperzoo.verdict.intervals``; a check
+holds when the mean over its seeds meets the target and so do at least ``seeds_needed(n)`` of
+its ``n`` seeds (``paperzoo.verdict.result.ClaimResult.verdict``); see docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import re
 __all__ = [
     "DIAGNOSIS_CAUSES",
     "MIN_SEEDS_REPRODUCED",
-    "PROTOCOL_SEEDS",
     "VALIDATION_SEEDS_FROM",
     "VERDICTS",
     "Measured",
@@ -24,6 +23,7 @@ __all__ = [
     "is_boolean_target",
     "is_measured",
     "seeds_needed",
+    "target_band",
     "target_line",
     "validate_diagnosis",
     "validate_target",
@@ -39,12 +39,12 @@ Measured = float | int | bool | None
 # effect needs more data, steps or model than the scale gives; the project's code or protocol
 # differs from the paper's; or the effect does not appear as the paper reports it.
 DIAGNOSIS_CAUSES = ("the small scale", "our code", "the paper")
-VERDICTS = ("holds", "fragile", "fails", "not measured", "reported")
+# findings: holds, fails, inconclusive (by their interval); checks: holds, fragile, fails
+VERDICTS = ("holds", "fails", "inconclusive", "fragile", "not measured", "reported")
 MIN_SEEDS_REPRODUCED = 4  # a finding counts as reproduced at smoke/quick only over this many seeds
-# The protocol's test seeds: a quick verdict counts over these only (docs/verdicts.md); other
-# seed sets are reported with their seeds named. Seeds from VALIDATION_SEEDS_FROM up are for
-# selection runs (configs decided on validation seeds) and never count.
-PROTOCOL_SEEDS = (0, 1, 2, 3)
+# Seeds from VALIDATION_SEEDS_FROM up are for selection runs (configs decided on validation
+# seeds) and never count; the test seeds a quick verdict counts over are the seed rule's looks
+# (``paperzoo.verdict.intervals.LOOKS``).
 VALIDATION_SEEDS_FROM = 100
 # '== n' on counts: the mean of n integers equal to x may differ from x by float round-off
 # (0.1 * 3 / 3), never by more than this relative amount.
@@ -117,20 +117,35 @@ def evaluate_target(target: str, measured: Measured) -> bool | None:
         raise ValueError(str(err)) from None
     if is_boolean_target(t):
         return measured is (t == "is true")
+    lo, hi, strict_lo, strict_hi = target_band(t)
     value = float(measured)  # type: ignore[arg-type]
+    return (value > lo if strict_lo else value >= lo) and (value < hi if strict_hi else value <= hi)
+
+
+def target_band(target: str) -> tuple[float, float, bool, bool]:
+    """The values that meet a numeric target: (low, high, low end strict, high end strict), an
+    unbounded side +-inf (``> 2``: ``(2, inf, True, False)``; ``within 10% of 5``: ``(4.5, 5.5,
+    False, False)``; ``== 3`` on counts: 3 within float round-off).
+
+    Raises:
+        ValueError: not a numeric target.
+    """
+    t = target.strip().lower()
     if m := _CMP.match(t):
         op, x = m.group(1), float(m.group(2))
+        if op == "==":  # a mean of counts may differ from x by round-off (0.1 * 3 / 3)
+            tol = _INT_EQ_TOL * max(1.0, abs(x))
+            return x - tol, x + tol, False, False
         return {
-            ">=": value >= x,
-            "<=": value <= x,
-            ">": value > x,
-            "<": value < x,
-            "==": abs(value - x) <= _INT_EQ_TOL * max(1.0, abs(x)),  # a mean of counts
+            ">=": (x, math.inf, False, False),
+            ">": (x, math.inf, True, False),
+            "<=": (-math.inf, x, False, False),
+            "<": (-math.inf, x, False, True),
         }[op]
-    m = _WITHIN.match(t)
-    assert m is not None  # validate_target accepted it
-    pct, x = float(m.group(1)), float(m.group(2))
-    return abs(value - x) <= pct / 100.0 * abs(x)
+    if m := _WITHIN.match(t):
+        pct, x = float(m.group(1)), float(m.group(2))
+        return x - pct / 100.0 * abs(x), x + pct / 100.0 * abs(x), False, False
+    raise ValueError(f"{target!r} is not a numeric target")
 
 
 def target_line(target: str) -> float | None:
