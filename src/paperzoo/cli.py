@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="run directories (with results.json), or folders of runs (each sub-directory with a "
         "results.json, and those of its validation/ folder: e.g. results/); runs over validation "
-        "seeds are not shown, they mark the knife edges of their paper's runs",
+        "seeds are named, never shown as verdicts (they chose configs)",
     )
     su.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
 

@@ -25,32 +25,55 @@ from paperzoo.verdict import (
     evaluate_target,
     format_seeds,
     is_measured,
+    rule_text,
     target_line,
 )
 
 __all__ = ["plot_findings_by_seed", "render_markdown", "write_report"]
 
-_MARK = {"holds": "✅", "fragile": "⚠️", "fails": "❌", "not measured": "❌", "reported": "—"}
+_MARK = {
+    "holds": "✅",
+    "inconclusive": "❔",
+    "fragile": "⚠️",
+    "fails": "❌",
+    "not measured": "❌",
+    "reported": "—",
+}
 
 
 def _fmt(v: Any) -> str:
     return format_number(v, fixed=True)
 
 
+def _interval_text(c: ClaimResult) -> str:
+    """A finding's interval as report.md shows it: ``[low, high]`` on the mean, or on the
+    fraction of seeds meeting the target (the binomial rule); ``—`` where there is none."""
+    d = c.decision
+    if d is None or d.interval[0] is None or d.interval[1] is None:
+        return "—"
+    text = f"[{_fmt(d.interval[0])}, {_fmt(d.interval[1])}]"
+    return text if d.of == "mean" else f"{text} of seeds meeting it"
+
+
 def _claim_table(
     claims: list[ClaimResult], seeds: list[int], label: str, count: Count, partial: bool = False
 ) -> list[str]:
     seed_cols = "".join(f" seed {s} |" for s in seeds)
+    finding = label == "finding"
+    spread = " mean | interval |" if finding else " mean ± std |"
     lines = [
-        f"| {label} | paper |{seed_cols} mean ± std | target | verdict |",
-        "|---|---|" + "---|" * len(seeds) + "---|---|---|",
+        f"| {label} | paper |{seed_cols}{spread} target | verdict |",
+        "|---|---|" + "---|" * len(seeds) + ("---|---|" if finding else "---|") + "---|---|",
     ]
     for c in claims:
         cells = "".join(f" {_fmt(v)} |" for v in c.per_seed)
-        spread = "—" if c.mean is None else f"{_fmt(c.mean)} ± {_fmt(c.std)}"
+        if finding:
+            ours = f" {_fmt(c.mean) if c.mean is not None else '—'} | {_interval_text(c)} |"
+        else:
+            ours = " — |" if c.mean is None else f" {_fmt(c.mean)} ± {_fmt(c.std)} |"
         verdict = f"{_MARK[c.verdict]} {c.verdict_text}"
         if c.verdict != "reported":
-            verdict += f" ({c.holds_on}/{len(c.per_seed)})"
+            verdict += f" ({c.holds_on}/{len(c.per_seed)} seeds meet it)"
         if partial:
             verdict += ", partial"
         if (why := count.why_not_counted(c.id)) is not None:
@@ -60,8 +83,7 @@ def _claim_table(
         if c.quoted is not None:
             verdict += f"; paper number quoted ({c.quoted})"
         lines.append(
-            f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} |{cells} {spread} | {c.target} "
-            f"| {verdict} |"
+            f"| `{c.id}`<br>{c.statement} | {_fmt(c.paper)} |{cells}{ours} {c.target} | {verdict} |"
         )
     return lines
 
@@ -98,9 +120,11 @@ def render_markdown(count: Count) -> str:
         lines += _claim_table(result.checks, seeds, "check", count, partial)
     lines += [
         "",
-        "Verdicts: holds = the mean and at least ceil(3n/4) of n seeds meet the target; "
-        "fragile = the mean meets it, fewer seeds do; fails = the mean does not; not measured = "
-        "a seed has no value (counts as failing).",
+        f"Findings: {rule_text()}; holds = the interval clears the target, fails = it lies on "
+        "the other side, inconclusive = it straddles (a quick run adds seeds while a finding is "
+        "inconclusive); not measured = a seed has no value. Checks: holds = the mean and at "
+        "least ceil(3n/4) of n seeds meet the target, fragile = the mean does, fewer seeds do, "
+        "fails = the mean does not.",
     ]
     if diagnoses := count.diagnoses:
         lines += ["", "## Why these findings do not reproduce here", ""]
@@ -209,11 +233,17 @@ def plot_findings_by_seed(result: Result, path: str | Path) -> bool:
         line = target_line(c.target)
         if line is not None:
             ax.axhline(line, color="k", linestyle="--", linewidth=1, label=f"target {c.target}")
+        d = c.decision
         if c.mean is not None:
             ax.axhline(c.mean, color="tab:blue", linewidth=1, alpha=0.6, label="mean")
+        if d is not None and d.of == "mean" and d.interval[0] is not None:
+            ax.axhspan(*d.interval, color="tab:blue", alpha=0.12,
+                       label=f"interval ({d.level:.1%} each side)")  # fmt: skip
         ax.set_xticks(xs, [str(s) for s in result.seeds])
         ax.set_xlabel("seed")
-        ax.set_title(f"{c.id}\n{c.verdict}", fontsize=8)
+        how = f", {d.method}, look {d.look}" if d is not None and d.look else ""
+        paper = f"; paper: {format_number(c.paper, sci_digits=3)}" if c.paper is not None else ""
+        ax.set_title(f"{c.id}\n{c.verdict} (n {len(c.per_seed)}{how}){paper}", fontsize=8)
         ax.legend(fontsize=6, loc="best")
     for ax in list(axes.flat)[len(plotted) :]:
         ax.axis("off")

@@ -4,7 +4,7 @@ The package declares one paper through the ``paperzoo.papers`` entry point group
 scale, one finding and one check measured on embedded data (scikit-learn's 8x8 digits), a docs
 page that asks for each paper number's source, and tests (the declaration check, a smoke run).
 After ``pip install -e NAME``, ``paperzoo reproduce NAME --scale smoke`` runs in seconds and
-``paperzoo reproduce NAME --seeds 0-3 --jobs 2`` gives a four-seed verdict. docs/your-paper.md
+``paperzoo reproduce NAME`` gives the quick verdict (seeds 0-3, more where a finding is unclear). docs/your-paper.md
 walks from here to a committed verdict.
 """
 
@@ -179,8 +179,8 @@ a maintained reimplementation's table of the paper's numbers is declared `quoted
 ## Scales
 
 - `smoke`: seconds, proves the pipeline (never counts).
-- `quick`: about 5 CPU-minutes a seed at most; counts over seeds 0-3, at one and at two threads
-  per process, checked on validation seeds 100-107.
+- `quick`: about 5 CPU-minutes a seed at most; `paperzoo reproduce {name}` decides each finding
+  by an interval over seeds 0-3, and adds seeds 4-7, then 8-15, while one is inconclusive.
 - `full`: the paper's own setting (its data, model, optimiser and schedule).
 
 ## Deviations from the paper
@@ -228,7 +228,7 @@ A paper reproduced with [paperzoo](https://pypi.org/project/paperzoo/)'s verdict
 ```bash
 pip install -e '.[test]'                                  # paperzoo finds the paper
 paperzoo reproduce {name} --scale smoke                   # seconds: the pipeline runs
-paperzoo reproduce {name} --seeds 0-3 --jobs 2 --threads 1 --out results/{name}-quick
+paperzoo reproduce {name} --out results/{name}-quick   # the quick verdict, by the seed rule
 python -m pytest                                          # the declaration and a smoke run
 ```
 

@@ -12,18 +12,17 @@ renders one page (Markdown on stdout, HTML in ``FILE``) that says, per paper:
 - each finding's paper number, our mean ± std, the target and the verdict at each scale;
 - links, relative to the page, to each run's ``report.md`` and its per-seed figure.
 
-Whether a run counts, and which of its findings are reproduced, is ``paperzoo.verdict.counts``,
-given the paper's other quick runs: the page shows its answer, the same one ``reproduce`` prints
-and report.md states. The page does not believe the files it reads: every verdict is recomputed
-against the claims the code declares (a stored target that differs is flagged), an aggregate is
-checked against the seed runs beside it, a run of a config the code no longer declares does not
-count, and a quick finding counts only where the runs at one and at two threads per process give
-the same verdict (a flip is shown as ``unstable``, with both values; a quick run with no twin at
-another thread count does not count). Runs over validation seeds (100 and up) are not shown; a
-finding whose verdict on one of them differs is a ``knife edge`` and does not count.
+Whether a run counts, and which of its findings are reproduced, is ``paperzoo.verdict.counts``:
+the page shows its answer, the same one ``reproduce`` prints and report.md states. The page does
+not believe the files it reads: every verdict is recomputed from the stored per-seed values
+(an interval on the mean, ``paperzoo.verdict.intervals``) against the target the run stored (a
+target or seed rule the code has changed since does not count), an aggregate is checked against
+the seed runs beside it, and a run of a config the code no longer declares does not count. Runs
+over validation seeds (100 and up) chose configs: they are named, never shown as verdicts.
+Across a paper's findings the page states the control it applies (``across_findings``).
 
-Verdicts are coloured by CSS classes (``v-holds``, ``v-fragile``, ``v-fails``,
-``v-not-measured``, ``v-reported``), never by emoji: headless browsers without an emoji font
+Verdicts are coloured by CSS classes (``v-holds``, ``v-inconclusive``, ``v-fails``,
+``v-fragile``, ``v-not-measured``, ``v-reported``), never by emoji: headless browsers without an emoji font
 draw those as empty boxes. Nothing here judges a claim: the verdicts are the ones
 ``paperzoo.verdict`` computed.
 """
@@ -39,29 +38,32 @@ from typing import Any
 from urllib.parse import quote
 
 from paperzoo.experiments.base import Experiment, NotRun
-from paperzoo.experiments.judging import declare, judge_runs
+from paperzoo.experiments.judging import judge_runs
 from paperzoo.utils.format import format_number
 from paperzoo.verdict import (
-    MIN_SEEDS_REPRODUCED,
+    ALPHA,
+    LOOKS,
     ClaimResult,
     Count,
     Result,
     format_seeds,
+    holm,
     is_validation_run,
+    rule_text,
     scale_label,
     threads_of,
-    validation_problem,
 )
+from paperzoo.verdict.intervals import LOOK_ALPHA
 
-__all__ = ["render_summary_html", "render_summary_markdown"]
+__all__ = ["across_findings", "render_summary_html", "render_summary_markdown"]
 
 _VERDICT_CLASS = {
     "holds": "v-holds",
-    "fragile": "v-fragile",
+    "inconclusive": "v-inconclusive",
     "fails": "v-fails",
+    "fragile": "v-fragile",
     "not measured": "v-not-measured",
     "reported": "v-reported",
-    "unstable": "v-unstable",
 }
 
 
@@ -84,16 +86,6 @@ class _Run:
     @property
     def flags(self) -> list[str]:
         return list(self.count.flags)
-
-    @property
-    def unstable(self) -> tuple[tuple[str, str], ...]:
-        return self.count.unstable
-
-    def why_unstable(self, cid: str) -> str | None:
-        return self.count.why_unstable(cid)
-
-    def why_knife_edge(self, cid: str) -> str | None:
-        return self.count.why_knife_edge(cid)
 
     @property
     def part(self) -> str | None:
@@ -121,8 +113,8 @@ class _Paper:
     full: list[_Run]
     other: list[_Run]  # smoke runs and any other scale
     not_run: tuple[NotRun, ...]
-    # the paper's runs over validation seeds: (label, why it cannot decide knife edges or None)
-    validation: tuple[tuple[str, str | None], ...] = ()
+    # the paper's runs over validation seeds (they chose configs; never counted): their labels
+    validation: tuple[str, ...] = ()
 
     @property
     def runs(self) -> list[_Run]:
@@ -138,7 +130,7 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
     runs = list(zip(results, where, strict=True))
     by_name: dict[str, _Paper] = {}
     for (r, d), count in zip(runs, judge_runs(results, where), strict=True):
-        if is_validation_run(r):  # not shown: they only decide the knife edges
+        if is_validation_run(r):  # selection runs: named, not shown as verdicts
             continue
         paper = by_name.setdefault(r.paper, _Paper(r.paper, r.title, [], [], [], ()))
         run = _Run(count, d)
@@ -149,8 +141,7 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
             label = f"{scale_label(r)}, validation seeds {format_seeds(r.seeds)}" + (
                 f" ({d.name})" if d is not None else ""
             )
-            paper = by_name[r.paper]
-            paper.validation += ((label, validation_problem(r, d, declare=declare)),)
+            by_name[r.paper].validation += (label,)
     for paper in by_name.values():
         done = {run.part for run in paper.full}
         declared = _declared(paper.name)
@@ -167,8 +158,7 @@ def _papers(results: Sequence[Result], dirs: Sequence[str | Path] | None) -> lis
     return sorted(by_name.values(), key=rank)
 
 
-def _validation_text(why: str | None) -> str:
-    return "decides the knife edges" if why is None else f"not used for knife edges: {why}"
+_VALIDATION_TEXT = "validation seeds: selection runs that chose configs, never counted"
 
 
 def _declared(name: str) -> Experiment | None:
@@ -183,33 +173,31 @@ def _num(v: Any) -> str:
 
 
 def _spread(c: ClaimResult) -> str:
+    """Our number: a finding's mean and interval over its seeds (or, decided by the binomial
+    rule, how many seeds meet the target), a check's mean ± std."""
     if c.mean is None:
         return "not measured"
+    d = c.decision
     if all(isinstance(v, bool) for v in c.per_seed):  # the mean of booleans is a fraction
         return f"true on {sum(c.per_seed)} of {len(c.per_seed)}"  # type: ignore[arg-type]
+    if d is not None and d.of != "mean":  # no spread: decided by how many seeds meet it
+        return f"{_num(c.mean)} on every seed ({c.holds_on} of {d.n} meet the target)"
     if len(c.per_seed) == 1:
         return _num(c.per_seed[0])
+    if d is not None and d.interval[0] is not None:
+        return f"{_num(c.mean)} [{_num(d.interval[0])}, {_num(d.interval[1])}]"
     return f"{_num(c.mean)} ± {_num(c.std)}"
 
 
 def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
     why = run.count.why_not_counted(c.id) if run is not None else None
-    if why is not None and _flipped(c, run):  # unstable or a knife edge: that is its verdict
-        return why
     if c.verdict == "reported":
         return "reported"
-    text = f"{c.verdict_text} {c.holds_on}/{len(c.per_seed)}"
+    text = f"{c.verdict_text} ({len(c.per_seed)} seed{'s' if len(c.per_seed) != 1 else ''})"
     return text if why is None else f"{text} (not counted: {why})"
 
 
-def _flipped(c: ClaimResult, run: _Run | None) -> bool:
-    """Whether ``c``'s verdict flips between thread counts or on validation seeds in ``run``."""
-    return run is not None and (run.why_unstable(c.id) or run.why_knife_edge(c.id)) is not None
-
-
 def _verdict_class(c: ClaimResult, run: _Run | None = None) -> str:
-    if _flipped(c, run):
-        return _VERDICT_CLASS["unstable"]
     return _VERDICT_CLASS[c.verdict]
 
 
@@ -281,6 +269,90 @@ def _diagnoses(paper: _Paper) -> list[tuple[str, str, str]]:
     return list(seen)
 
 
+def _twin_lines(paper: _Paper) -> list[str]:
+    """What the paper's quick runs at other thread counts show: on the seeds they share with the
+    first quick run, on how many findings the per-seed values are identical, and the largest
+    difference (a record that the numbers reproduce across thread counts; no verdict rests on
+    it)."""
+    if len(paper.quick) < 2:
+        return []
+    first, out = paper.quick[0], []
+    for other in paper.quick[1:]:
+        a, b = first.result, other.result
+        shared = sorted(set(a.seeds) & set(b.seeds))
+        if threads_of(a) == threads_of(b) or not shared:
+            continue
+        same, diffs = 0, []
+        theirs = {c.id: c for c in b.findings}
+        for c in a.findings:
+            o = theirs.get(c.id)
+            if o is None:
+                continue
+            x = [c.per_seed[a.seeds.index(s)] for s in shared]
+            y = [o.per_seed[b.seeds.index(s)] for s in shared]
+            same += x == y
+            diffs += [abs(float(u) - float(v)) for u, v in zip(x, y, strict=True)
+                      if u is not None and v is not None and u != v]  # fmt: skip
+        biggest = f"; largest difference {_num(max(diffs))}" if diffs else ""
+        out.append(
+            f"{other.label} against {first.label}, seeds {format_seeds(shared)}: per-seed values "
+            f"identical on {same} of {len(a.findings)} findings{biggest}"
+        )
+    return out
+
+
+def _holm_line(run: _Run) -> str | None:
+    """Holm's rule across the run's findings: how many of its holds survive a familywise error
+    rate of ``ALPHA`` over the looks; None for a run that does not count or holds none."""
+    held = [c for c in run.result.findings if c.verdict == "holds"]
+    if run.reason is not None or not held:
+        return None
+    return (
+        f"Holm across its {len(run.result.findings)} findings (familywise {ALPHA:.0%} over the "
+        f"looks, {LOOK_ALPHA:.2%} at each): {len(_holm_kept(run))} of {len(held)} holds survive"
+    )
+
+
+def across_findings(results: Sequence[Result], dirs: Sequence[str | Path] | None = None) -> str:
+    """What the verdicts of ``results`` mean together: the rule each finding is decided by, what
+    a reader should expect of that many verdicts at the declared level, and the control applied
+    across a paper's findings (Holm's rule, per counted run). Markdown, one paragraph."""
+    return _across(_papers(results, dirs))
+
+
+def _holm_kept(run: _Run) -> set[str]:
+    """The ids of the findings that hold and survive Holm's rule across the run's findings."""
+    findings = run.result.findings
+    ps = [d.p_value if (d := c.decision) is not None and d.verdict == "holds" else None
+          for c in findings]  # fmt: skip
+    return {c.id for c, kept in zip(findings, holm(ps), strict=True) if kept}
+
+
+def _across(papers: list[_Paper]) -> str:
+    counted, seen = [], set()
+    for run in (run for p in papers for run in p.quick + p.full if run.reason is None):
+        key = (run.result.paper, run.result.scale, run.part)
+        if key not in seen:  # one run per paper, scale and part (not its twin at 2 threads)
+            seen.add(key)
+            counted.append(run)
+    n = sum(len(run.result.findings) for run in counted)
+    reproduced = sum(len(run.count.reproduced) for run in counted)
+    kept = sum(len(_holm_kept(run) & {c.id for c in run.count.reproduced}) for run in counted)
+    looks = ", ".join(format_seeds(list(range(k))) for k in LOOKS)
+    return (
+        f"Each finding is decided by its own interval, fixed before the run: {rule_text()}. "
+        f"A finding whose true mean sits exactly on its target reads `holds` with probability at "
+        f"most {ALPHA:.0%} (a quick run stops at the first look, seeds {looks}, where no finding "
+        f"is inconclusive). The {len(counted)} runs that count (one per paper, scale and part) "
+        f"judge {n} findings and reproduce "
+        f"{reproduced}: were every one of the {n} exactly on its target, at most "
+        f"{ALPHA * n:.1f} false holds would be expected. No correction across a paper's findings "
+        "changes a verdict; Holm's rule over each run's findings (any false hold in a run at "
+        f"most {ALPHA:.0%}) is shown beside each run, and keeps {kept} of the {reproduced} "
+        "reproduced findings.\n"
+    )
+
+
 # -- Markdown ---------------------------------------------------------------------------------------
 
 
@@ -333,6 +405,7 @@ def render_summary_markdown(
             f"| `{p.name}` | {_md_overview_cell(p, 'quick', base)} "
             f"| {_md_overview_cell(p, 'full', base)} |"
         )
+    lines += ["", _across(papers).rstrip("\n")]
     if overview_only:
         return "\n".join(lines) + "\n"
     for p in papers:
@@ -346,11 +419,14 @@ def render_summary_markdown(
                     line += f", [per-seed figure]({_link(run.dir / fig, base)})"
             lines.append(line)
             lines += [f"  - flagged: {_md_cell(f)}" for f in run.flags]
+            if (holm_line := _holm_line(run)) is not None:
+                lines.append(f"  - {holm_line}")
         for e in p.not_run:
             lines.append(
                 f"- full{f', part {e.part}' if e.part else ''}: not run, {e.label}: {e.why}"
             )
-        lines += [f"- {label}: {_md_cell(_validation_text(why))}" for label, why in p.validation]
+        lines += [f"- {label}: {_VALIDATION_TEXT}" for label in p.validation]
+        lines += [f"- thread counts: {_md_cell(t)}" for t in _twin_lines(p)]
         runs, rows = _claim_rows(p)
         if not rows:
             continue
@@ -396,7 +472,7 @@ a{color:#0b5cad}
 .v-fails{background:#f8d3d0;color:#8a1712}
 .v-not-measured{background:#f8d3d0;color:#8a1712;font-style:italic}
 .v-reported{background:#e9ecef;color:#444}
-.v-unstable{background:#ead9f5;color:#4b1d6b}
+.v-inconclusive{background:#e3e8f7;color:#23356b}
 .uncounted .v{opacity:.6}
 .h{display:inline-block;border-radius:4px;padding:2px 8px;font-weight:600}
 .h-all{background:#d3f0d8;color:#10561f}
@@ -470,6 +546,8 @@ def _html_run_card(run: _Run, base: Path | None) -> str:
         f"<div class='meta'>{escape(_meta(run))}</div>",
     ]
     parts += [f"<div class='why'>Flagged: {escape(f)}</div>" for f in run.flags]
+    if (holm_line := _holm_line(run)) is not None:
+        parts.append(f"<div class='meta'>{escape(holm_line)}</div>")
     r = run.result
     judged = [c for c in r.checks if c.verdict != "reported"]
     if judged:
@@ -501,7 +579,7 @@ def _html_findings(paper: _Paper) -> str:
     out = ["<table class='findings'>", "<tr><th rowspan='2'>finding</th><th rowspan='2'>paper</th>"]
     out += [f"<th colspan='3' class='run'>{escape(run.label)}</th>" for run in runs]
     out.append(
-        "</tr><tr>" + "<th>ours (mean ± std)</th><th>target</th><th>verdict</th>" * len(runs)
+        "</tr><tr>" + "<th>ours (mean [interval])</th><th>target</th><th>verdict</th>" * len(runs)
     )
     out.append("</tr>")
     for cid, statement, number, cells in rows:
@@ -567,15 +645,16 @@ def render_summary_html(
         f"<h1>{escape(title)}</h1>",
         "<p class='lede'>Each paper's findings (the empirical results it reports) measured by "
         "<code>paperzoo reproduce NAME</code>. <b>quick</b>: small models on embedded data, "
-        f"about 5 CPU-minutes a seed; a finding counts as reproduced when it holds over "
-        f"{MIN_SEEDS_REPRODUCED} seeds. <b>full</b>: the paper's own setting (data, model, "
-        "schedule); where none was run, the reason. Runs with a modified config, partial runs "
-        "(<code>--max-steps</code>), single shards and runs not in the paper's setting are "
-        "shown but never counted.</p>",
-        f"<p class='legend'>Verdicts: {legend} &mdash; holds: the mean and at least 3 of 4 "
-        "seeds meet the target; fragile: the mean does, fewer seeds do; fails: the mean does "
-        "not; not measured: a seed has no value (counts as failing). Hover a verdict for the "
-        "per-seed values.</p>",
+        "about 5 CPU-minutes a seed, seeds 0-3 and more only where a finding is inconclusive. "
+        "<b>full</b>: the paper's own setting (data, model, schedule); where none was run, the "
+        "reason. Runs with a modified config, partial runs (<code>--max-steps</code>), single "
+        "shards and runs not in the paper's setting are shown but never counted.</p>",
+        f"<p class='legend'>Verdicts: {legend} &mdash; a finding is decided by {escape(rule_text())}"
+        ": holds when the interval clears the target, fails when it lies on the other side, "
+        "inconclusive when it straddles; not measured: a seed has no value. A check (true by "
+        "construction) holds when the mean and 3 of 4 seeds meet it, fragile when fewer do. "
+        "Ours: the mean and its interval. Hover a verdict for the per-seed values.</p>",
+        f"<p class='lede'>{escape(_across(papers)).replace('`', '')}</p>",
         "<table class='overview'><tr><th>paper</th><th>quick</th><th>full</th></tr>",
     ]
     for p in papers:
@@ -599,9 +678,10 @@ def render_summary_html(
             )
         parts.append("<div class='runs'>" + "\n".join(cards) + "</div>")
         parts += [
-            f"<div class='why'>{escape(label)}: {escape(_validation_text(why))}</div>"
-            for label, why in p.validation
+            f"<div class='why'>{escape(label)}: {escape(_VALIDATION_TEXT)}</div>"
+            for label in p.validation
         ]
+        parts += [f"<div class='meta'>thread counts: {escape(t)}</div>" for t in _twin_lines(p)]
         parts.append(_html_findings(p))
         parts.append("</section>")
     parts.append("</body></html>")

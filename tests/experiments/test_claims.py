@@ -129,7 +129,7 @@ def test_the_runner_judges_only_the_claims_declared_at_the_run_scale(tmp_path):
     full_ctx = RunContext(scale="full", out_dir=tmp_path)
     both = {"everywhere": 1.0, "full.only": 0.01}
     full = build_result(Toy(), Outcome(measured=both), full_ctx, 1.0)
-    assert [(c.id, c.holds) for c in full.claims] == [("everywhere", True), ("full.only", True)]
+    assert [(c.id, c.holds_on) for c in full.claims] == [("everywhere", 1), ("full.only", 1)]
     # Measuring a claim at a scale it is not declared at, or leaving it out where it is, fails.
     with pytest.raises(RuntimeError, match="undeclared"):
         build_result(Toy(), Outcome(measured=both), RunContext(), 1.0)

@@ -68,7 +68,7 @@ SAME_AS_BEFORE = [
     ),
     (
         ["--all", "--out", "x", "--restart", "--download", "--data-root", "d"],
-        "paperzoo reproduce --all --seed 0 --out x --scale quick --data-root d --download",
+        "paperzoo reproduce --all --out x --scale quick --data-root d --download",
         "--scale quick --data-root d --download --restart",
     ),
     (
@@ -105,7 +105,7 @@ SAME_AS_BEFORE = [
     ),
     (
         ["ggnn", "--folds", "1-2", "--data-root", "r", "--set", "steps=3"],
-        "paperzoo reproduce ggnn --seed 0 --out runs/ggnn-quick-s0 --scale quick --folds 1,2 "
+        "paperzoo reproduce ggnn --out runs/ggnn-quick-looks --scale quick --folds 1,2 "
         "--data-root r --set steps=3",
         "--scale quick --folds 1,2 --data-root r --set steps=3",
     ),

@@ -102,6 +102,21 @@ def test_a_package_made_by_paperzoo_new_lists_runs_summarises_and_passes_its_tes
     _ok(_run([venv, "-m", "paperzoo", "new", "my-paper", "--dir", folder], tmp_path))
     _paper_runs_like_the_ten(venv, folder, "my-paper", folder / "src" / "my_paper")
     _ok(_run([venv, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], folder))
+    # one command counts: the seed rule's quick run (seeds 0-3, more only where unclear)
+    out = folder / "runs" / "quick"
+    cmd = ["reproduce", "my-paper", "--scale", "quick", "--quiet", "--out", out]
+    _ok(_run([venv, "-m", "paperzoo", *cmd], folder))
+    report = (out / "report.md").read_text()
+    assert "**Findings reproduced: 1 of 1 (quick, seeds 0-3, commit " in report
+    # a target loosened in the code after the run: the run is judged as it stored, and the
+    # finding does not count until rerun
+    paper = folder / "src" / "my_paper" / "paper.py"
+    paper.write_text(paper.read_text().replace('"quick": ">= 0.9"', '"quick": ">= 0.5"'))
+    summary = _ok(_run([venv, "-m", "paperzoo", "summary", out], folder))
+    assert "Findings reproduced: 0 of 1 (quick, seeds 0-3" in summary
+    assert "target changed after the run: stored '>= 0.9', declared '>= 0.5'; rerun to count" in (
+        summary
+    )
 
 
 def _guide_files() -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from paperzoo.experiments.base import ClaimSpec
-from paperzoo.experiments.judging import declare, judge, judge_runs, run_dirs
+from paperzoo.experiments.judging import judge, judge_runs, run_dirs
 from paperzoo.summary import render_summary_markdown
 from paperzoo.verdict import (
     ClaimResult,
@@ -18,7 +18,6 @@ from paperzoo.verdict import (
     Result,
     is_validation_run,
     load_result,
-    mark_knife_edges,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +58,7 @@ def test_every_committed_run_gives_one_answer_in_the_readme_its_report_and_resul
         _recorded(d, count)
         for sd in r.seed_dirs:  # each seed run, judged alone
             _recorded(d / sd, judge(load_result(d / sd), d / sd))
-        if is_validation_run(r):  # not shown: it only decides the knife edges
+        if is_validation_run(r):  # selection runs: not shown
             assert f"({d.name}): **" not in page
             continue
         assert f"({d.name}): **{count.headline()}**" in page
@@ -80,7 +79,7 @@ def test_a_declared_diagnosis_is_shown_where_the_finding_is_not_reproduced(
         _SPECS[2],
     )
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
-    fails = judge(_run(threads=1, gap=(0.6,) * 4), twins=[_run(threads=2, gap=(0.6,) * 4)])
+    fails = judge(_run(gap=(0.6, 0.61, 0.6, 0.62)))
     assert fails.counted and fails.diagnoses == {"split.gap": why}
     assert fails.record()["counting"]["diagnoses"] == {"split.gap": why}
     report = render_markdown(fails)
@@ -89,11 +88,11 @@ def test_a_declared_diagnosis_is_shown_where_the_finding_is_not_reproduced(
     page = render_summary_markdown([fails.result])
     assert f"- `split.gap` (quick): {why}" in page
     # reproduced: nothing to explain, and the decision records none
-    holds = judge(_run(threads=1), twins=[_run(threads=2)])
+    holds = judge(_run())
     assert holds.diagnoses == {} and holds.diagnosis("split.gap") is None
     assert "do not reproduce here" not in render_markdown(holds)
     # declared at quick only: a full run shows none
-    assert judge(_run(threads=1, gap=(0.6,) * 4, scale="full")).diagnoses == {}
+    assert judge(_run(gap=(0.6, 0.61, 0.6, 0.62), scale="full")).diagnoses == {}
 
 
 @pytest.mark.parametrize(
@@ -111,13 +110,12 @@ def test_a_diagnosis_names_one_of_the_three_causes(kw: dict, match: str) -> None
         ClaimSpec("a.b", "a statement", 1.0, ">= 0.5", **kw)
 
 
-def test_a_run_given_alone_is_not_confirmed_at_a_second_thread_count() -> None:
+def test_a_committed_run_counts_on_its_own_without_a_twin_or_validation_run() -> None:
+    """One command counts: a committed run's decision is the same judged alone (as reproduce
+    makes it) as among the runs beside it (as make summary makes it)."""
     results, dirs = _committed()
-    for r, d in zip(results, dirs, strict=True):
-        count = judge(r, run_dir=d)  # what reproduce prints and records before make summary
-        if r.scale == "quick" and count.result.not_counted_reason() is None:
-            assert count.reason is not None
-            assert count.reason.startswith("not confirmed at a second thread count")
+    for r, d, among in zip(results, dirs, judge_runs(results, dirs), strict=True):
+        assert judge(r, run_dir=d) == among, d
 
 
 # -- judge() on made-up runs of a declared paper -------------------------------------------------
@@ -138,14 +136,16 @@ def _declared(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", _SPECS)
 
 
-def _run(*, threads: int | None = 1, gap=(0.8, 0.8, 0.8, 0.8), **kw) -> Result:
+def _run(
+    *, threads: int | None = 1, gap=(0.8, 0.81, 0.79, 0.8), acc=(0.99, 1.0, 0.98, 1.0), **kw
+) -> Result:
     return Result(
         paper="coordconv", title="CoordConv", scale=kw.pop("scale", "quick"),
         seeds=list(kw.pop("seeds", (0, 1, 2, 3))), device="cpu", wall_seconds=1.0,
         paperzoo_version="0.2.0", torch_version="2.13.0",
         data=[{"name": "gen", "source": "generated", "n_train": 10, "n_test": 5}],
         claims=[
-            ClaimResult("split.acc", "accuracy on the split", 1.0, [1.0] * 4, ">= 0.95"),
+            ClaimResult("split.acc", "accuracy on the split", 1.0, list(acc), ">= 0.95"),
             ClaimResult("split.gap", "A beats B", 0.1, list(gap), ">= 0.7"),
             ClaimResult("params", "parameter count", 7553, [7553] * 4, "== 7553", kind="check"),
         ],
@@ -153,105 +153,67 @@ def _run(*, threads: int | None = 1, gap=(0.8, 0.8, 0.8, 0.8), **kw) -> Result:
     )  # fmt: skip
 
 
-def test_a_quick_run_counts_once_confirmed_at_a_second_thread_count() -> None:
-    one, two = _run(threads=1), _run(threads=2)
-    alone = judge(one)
-    assert not alone.counted and alone.reproduced == ()
-    assert alone.reason is not None and "given: 1 thread)" in alone.reason
-    assert alone.holding == 2 and alone.findings == 2
-    both = judge(one, twins=[two])
-    assert both.counted and [c.id for c in both.reproduced] == ["split.acc", "split.gap"]
-    assert judge(one, twins=[one, two]) == both  # the run itself among its twins
-    # a twin of another part, paper or scale confirms nothing
-    other = _run(threads=2, scale="full")
-    assert not judge(one, twins=[other]).counted
+def test_a_quick_run_counts_from_its_one_command() -> None:
+    alone = judge(_run())
+    assert alone.counted and [c.id for c in alone.reproduced] == ["split.acc", "split.gap"]
+    assert alone.headline().startswith("Findings reproduced: 2 of 2 (quick, seeds 0-3, commit")
+    assert "98.3% intervals" in alone.headline()
+    assert judge(_run(threads=2)) == judge(_run(threads=2))  # a thread count decides nothing
 
 
-def test_a_finding_that_flips_with_the_thread_count_is_unstable_and_not_reproduced() -> None:
-    one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
-    two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails
-    c = judge(one, twins=[(one, "x-quick"), (two, "x-quick-2threads")])
-    assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
-    why = c.why_unstable("split.gap")
-    assert why is not None and "holds 3/4, mean 0.75 at 1 thread (x-quick)" in why
-    assert "1 unstable, not counted" in c.headline()
+def test_a_sample_with_no_spread_is_decided_by_the_binomial_rule_and_asks_for_more_seeds() -> None:
+    """split.acc at 1.0 on every seed has no spread: the exact binomial rule decides it, and at
+    the first look 4 of 4 is not enough (a coin gives 4 of 4 with probability 1/16 > 5%/3), so
+    the seed rule asks for seeds 4-7."""
+    from paperzoo.verdict import next_seeds
+
+    c = judge(_run(acc=(1.0,) * 4))
+    acc = c.result.claims[0]
+    assert acc.verdict == "inconclusive" and acc.decision.method == "exact binomial, no spread"
+    assert c.counted and [x.id for x in c.reproduced] == ["split.gap"]
+    assert next_seeds(c.result) == [4, 5, 6, 7]
+    assert next_seeds(judge(_run()).result) == []  # every finding decided: no more seeds
 
 
-def _fragile_on_validation_seeds() -> Result:
-    """A run over validation seeds 100-107 on which split.gap is fragile (5/8)."""
-    val = _run(seeds=range(100, 108), gap=(0.8, 0.8, 0.6, 0.6, 0.6, 0.8, 0.8, 0.8))
-    val.claims = [
-        ClaimResult(c.id, c.statement, c.paper, [c.per_seed[0]] * 8 if c.id != "split.gap"
-                    else list(val.claims[1].per_seed), c.target, c.kind)
-        for c in val.claims
-    ]  # fmt: skip
-    return val
-
-
-def test_a_finding_both_unstable_and_a_knife_edge_is_named_once_in_the_headline() -> None:
-    one = _run(threads=1, gap=(0.8, 0.8, 0.8, 0.6))  # holds 3/4
-    two = _run(threads=2, gap=(0.8, 0.6, 0.6, 0.6))  # fails: unstable
-    val = _fragile_on_validation_seeds()
-    c = judge(one, twins=[two], validation=[val])
-    assert c.why_unstable("split.gap") is not None and c.why_knife_edge("split.gap") is not None
-    assert [x.id for x in c.reproduced] == ["split.acc"]
-    assert c.notes() == ["1 unstable, not counted"]
-
-
-def test_a_finding_whose_verdict_differs_on_validation_seeds_is_a_knife_edge() -> None:
-    one, two = _run(threads=1), _run(threads=2)  # both findings hold on seeds 0-3
-    val = _fragile_on_validation_seeds()
-    c = judge(one, twins=[two], validation=[(val, "x-quick-s100-107")])
-    assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
-    why = c.why_knife_edge("split.gap")
-    assert why == "fragile 5/8, mean 0.725 on validation seeds 100-107 (x-quick-s100-107)"
-    assert c.why_knife_edge("split.acc") is None
-    assert "1 knife edge, not counted" in c.headline()
-    # the same verdicts on validation seeds: nothing marked
-    same = _run(seeds=range(100, 108), gap=(0.8,) * 8)
-    same.claims = [ClaimResult(x.id, x.statement, x.paper, [x.per_seed[0]] * 8, x.target, x.kind)
-                   for x in same.claims]  # fmt: skip
-    assert judge(one, twins=[two], validation=[same]).knife_edges == ()
-    # ignored: test seeds, another scale, a modified config, a config the code no longer declares
-    for other in (
-        _run(threads=2, gap=(0.6,) * 4),
-        dataclasses.replace(val, scale="full"),
-        dataclasses.replace(val, overrides={"steps": "5"}),
-        dataclasses.replace(val, config={"cls_steps": -1}),
-    ):
-        assert mark_knife_edges(judge(one).result, [other], declare=declare) == {}
-
-
-def test_a_validation_run_of_one_part_marks_only_that_parts_findings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_target_changed_after_the_run_does_not_count_and_says_why() -> None:
     from paperzoo.experiments import EXPERIMENTS
 
-    parts = {"gap": ("split.gap",), "acc": ("split.acc",)}
-    monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "parts", parts)
-    one = _run(threads=1)
-    val = _run(seeds=range(100, 108), part="gap")
-    val.claims = [ClaimResult(c.id, c.statement, c.paper, [0.0] * 8, c.target, c.kind)
-                  for c in val.claims[1:2]]  # fmt: skip
-    assert set(mark_knife_edges(judge(one).result, [val], declare=declare)) == {"split.gap"}
-    assert mark_knife_edges(dataclasses.replace(one, part="acc"), [val], declare=declare) == {}
+    for declared in (">= 0.5", ">= 0.9"):  # looser, then stricter: rerun to count either way
+        specs = (_SPECS[0], ClaimSpec("split.gap", "A beats B", 0.1, declared), _SPECS[2])
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(type(EXPERIMENTS.create("coordconv")), "claims", specs)
+            c = judge(_run())
+        why = f"target changed after the run: stored '>= 0.7', declared '{declared}'"
+        assert c.counted and [x.id for x in c.reproduced] == ["split.acc"]
+        assert c.why_not_counted("split.gap").startswith(why)
+        assert c.result.claims[1].target == ">= 0.7"  # judged against the stored target
+        assert "under a target or rule changed after the run" in c.headline()
+
+
+def test_a_seed_rule_changed_after_the_run_does_not_count() -> None:
+    old = dataclasses.replace(_run(), seed_rule={"alpha": 0.1, "looks": [4], "level": 0.9})
+    c = judge(old)
+    assert c.counted and c.reproduced == ()
+    assert c.why_not_counted("split.gap").startswith("seed rule changed after the run")
 
 
 def test_the_runs_own_reasons_come_first_then_the_rejudging() -> None:
     modified = _run(overrides={"steps": "5"})
-    assert judge(modified, twins=[_run(threads=2)]).reason == "modified config: --set steps=5"
+    assert judge(modified).reason == "modified config: --set steps=5"
     full = _run(scale="full", seeds=(0,), threads=None)
     full.claims = [ClaimResult(c.id, c.statement, c.paper, c.per_seed[:1], c.target, c.kind)
                    for c in full.claims]  # fmt: skip
-    assert judge(full).counted  # full scale: no thread-count confirmation
+    assert judge(full).counted  # one seed: counted, its findings inconclusive (no interval)
+    assert {c.verdict for c in judge(full).result.findings} == {"inconclusive"}
     drift = _run(scale="full", seeds=(0,), config={"cls_steps": -1})
     drift.claims = full.claims
     why = judge(drift).reason
     assert why is not None and why.startswith("it ran a full config the code no longer declares")
     loose = _run(threads=1)
-    loose.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, [0.5] * 4, ">= 0")
-    c = judge(loose, twins=[_run(threads=2)])
-    assert c.result.claims[1].verdict == "fails" and any("stored target" in f for f in c.flags)
+    loose.claims[1] = ClaimResult("split.gap", "A beats B", 0.1, [0.5, 0.52, 0.5, 0.51], ">= 0")
+    c = judge(loose)
+    assert c.result.claims[1].verdict == "holds" and c.reproduced == (c.result.claims[0],)
+    assert c.why_not_counted("split.gap").startswith("target changed after the run")
 
 
 def test_a_finding_declared_a_check_leaves_the_findings_and_the_run_still_counts(
@@ -263,12 +225,12 @@ def test_a_finding_declared_a_check_leaves_the_findings_and_the_run_still_counts
     from paperzoo.experiments import EXPERIMENTS
 
     one, two = _run(threads=1), _run(threads=2)
-    before = judge(one, twins=[two])
+    before = judge(one)
     assert before.counted and (len(before.reproduced), before.findings) == (2, 2)
     demoted = (_SPECS[0], ClaimSpec("split.gap", "A beats B", 0.1, ">= 0.7", kind="check"),
                _SPECS[2])  # fmt: skip
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", demoted)
-    after = judge(one, twins=[two])
+    after = judge(one)
     assert after.counted and [c.id for c in after.reproduced] == ["split.acc"]
     assert after.findings == 1 and [c.id for c in after.result.checks] == ["split.gap", "params"]
     assert "split.gap: stored as a finding, declared a check (judged as a check)" in after.flags

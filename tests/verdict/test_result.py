@@ -68,16 +68,20 @@ def _claim(values, target="> 0", kind="finding"):
         ([], "not measured", 0),
     ],
 )
-def test_verdict_rule_at_its_edges(values, verdict, holds_on):
-    c = _claim(values)
+def test_the_vote_rule_of_checks_at_its_edges(values, verdict, holds_on):
+    """A check (true by construction) holds when the mean and ceil(3n/4) of n seeds meet it."""
+    c = _claim(values, kind="check")
     assert c.verdict == verdict and c.holds_on == holds_on
     assert c.holds is (verdict == "holds")
 
 
 def test_verdict_for_booleans_and_reported():
-    assert _claim([True, True, True, False], "is true").verdict == "holds"
-    assert _claim([True, True, False, False], "is true").verdict == "fails"
-    assert _claim([False, False, False, True], "is false").verdict == "holds"
+    """Boolean findings: the exact binomial rule (docs/verdicts.md); 4 of 4 is not enough at
+    the first look, 8 of 8 is."""
+    assert _claim([True] * 4, "is true").verdict == "inconclusive"
+    assert _claim([True] * 8, "is true").verdict == "holds"
+    assert _claim([False] * 8, "is true").verdict == "fails"
+    assert _claim([False] * 7 + [True], "is false").verdict == "inconclusive"  # p = 9/256
     rep = _claim([0.1, 0.2], "reported", kind="check")
     assert rep.verdict == "reported" and rep.holds is None and rep.mean == pytest.approx(0.15)
 
@@ -120,14 +124,16 @@ def test_results_json_has_design_fields_and_computed_verdicts(tmp_path):
                 "figures"):  # fmt: skip
         assert key in d
     f, k, r = d["claims"]
-    assert f["kind"] == "finding" and f["verdict"] == "fails" and f["holds"] is False
+    # one seed: no interval, so the finding is inconclusive whatever its value
+    assert f["kind"] == "finding" and f["verdict"] == "inconclusive" and f["holds"] is False
     assert f["per_seed"] == [-1.0] and f["holds_on"] == "0/1"
+    assert (f["n"], f["interval"], f["method"], f["look"]) == (1, [None, None], "student-t", None)
     assert k["verdict"] == "holds" and r["verdict"] == "reported" and r["holds"] is None
     assert d["findings_reproduced"] is None  # one seed never counts at quick scale
     assert d["findings_holding"] == "0/1" and d["checks_holding"] == "1/1"
     md = mpath.read_text()
     assert md.index("## Findings") < md.index("## Checks")
-    assert "Findings holding: 0 of 1 (quick, seed 0, commit " in md and "❌ fails" in md
+    assert "Findings holding: 0 of 1 (quick, seed 0, commit " in md and "❔ inconclusive" in md
     assert "![f](figures/f.png)" in md and render_markdown(judge(res)) == md
     assert load_result(tmp_path).to_dict({k: d[k] for k in DECISION_KEYS}) == d
     assert d["counting"]["headline"] == judge(res).headline()  # the words report.md opens with
@@ -158,25 +164,20 @@ def test_aggregate_four_seeds(tmp_path, monkeypatch):
     monkeypatch.setattr(type(EXPERIMENTS.create("coordconv")), "claims", _SPECS)
     runs = [
         _result(s, [v, 7, 0.1 * s], paper="coordconv")
-        for s, v in zip([3, 0, 2, 1], [1.0, 2.0, -0.5, 3.0], strict=True)
+        for s, v in zip([3, 0, 2, 1], [1.0, 2.0, 1.5, 3.0], strict=True)
     ]
     agg = aggregate(runs, [f"seed-{s}" for s in (3, 0, 2, 1)])
     assert agg.seeds == [0, 1, 2, 3] and agg.seed_dirs == ["seed-0", "seed-1", "seed-2", "seed-3"]
     f = agg.claims[0]
-    assert f.per_seed == [2.0, 3.0, -0.5, 1.0] and f.verdict == "holds" and f.holds_on == 3
+    assert f.per_seed == [2.0, 3.0, 1.5, 1.0] and f.verdict == "holds" and f.holds_on == 4
+    assert f.decision is not None and f.decision.interval[0] > 0  # the interval clears 0
     assert agg.wall_seconds == 4.0
     assert agg.notes[0] == "same everywhere" and agg.notes[1] == "seed 0: only seed 0"
     # its own fields count it; the decision (report.md's headline, results.json's
-    # findings_reproduced) is judge()'s: a quick run counts once confirmed at a second thread count
+    # findings_reproduced) is judge()'s, from this one run
     assert agg.not_counted_reason() is None
-    label = f"quick, seeds 0-3, commit {COMMIT}"
-    assert judge(agg).headline() == (
-        f"Findings holding: 1 of 1 ({label}; not counted: not confirmed at a second thread count "
-        "(a quick verdict counts where runs at one and at two threads per process agree; given: "
-        "thread count unknown))"
-    )
-    twins = [_with(aggregate(runs), threads=t) for t in (1, 2)]
-    assert judge(twins[0], twins=twins).headline() == f"Findings reproduced: 1 of 1 ({label})"
+    label = f"quick, seeds 0-3, commit {COMMIT}, 98.3% intervals"
+    assert judge(agg).headline() == f"Findings reproduced: 1 of 1 ({label})"
     write_report(agg, tmp_path, judge(agg, tmp_path))
     d = json.loads((tmp_path / "results.json").read_text())
     # (no seed runs beside it in tmp_path: it does not count, and results.json says why)
@@ -313,7 +314,8 @@ def test_a_result_names_its_code_data_and_part(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "commit abc123" in md and "fold 3, SHA-256 eeeeeeeeeeee" in md
     # the headline names what ran (paper "x" is not declared: judge() does not count it)
-    assert "(full, part spheres, seed 0, commit abc123;" in md and "--part spheres" in md
+    assert "(full, part spheres, seed 0, commit abc123, 98.3% intervals;" in md
+    assert "--part spheres" in md
     back = load_result(tmp_path)
     assert (back.commit, back.part) == ("abc123", "spheres")
 

@@ -312,15 +312,25 @@ def _resolved(path: Path | None) -> str | None:
 # --out and --threads; the resume command names the seeds and the --out the run wrote to).
 REPRODUCE_FLAGS: tuple[Flag | PaperOptions, ...] = (
     Flag("--all", "every paper, one after another"),
-    Flag("--seed", "one seed (default 0)", non_negative, exclusive="seed", default=0),
+    Flag(
+        "--seed",
+        "one seed (default: at quick scale the seed rule's seeds 0-3, then 4-7 and 8-15 while a "
+        "finding is inconclusive; else 0)",
+        non_negative,
+        exclusive="seed",
+    ),
     Flag(
         "--seeds",
-        "several seeds (0-3, 0,2,5): one process each, aggregated",
+        "exactly these seeds (0-3, 0,2,5): one process each, aggregated",
         seed_list,
         exclusive="seed",
     ),
-    Flag("--jobs", "with --seeds: seed processes run at once", positive, default=1),
-    Flag("--out", "output directory (default runs/NAME-SCALE-sSEED or -seedsA-B)", Path),
+    Flag(
+        "--jobs",
+        "seed processes run at once (default: 1 with --seeds; the cores under the seed rule)",
+        positive,
+    ),
+    Flag("--out", "output directory (default runs/NAME-SCALE-sSEED, -seedsA-B or -looks)", Path),
     Flag(
         "--scale",
         parse=str,

@@ -24,9 +24,7 @@ from paperzoo.verdict import (
     DeclaredClaim,
     Result,
     counts,
-    is_validation_run,
 )
-from paperzoo.verdict.counting import Twin
 
 __all__ = [
     "VALIDATION_FOLDER",
@@ -86,45 +84,29 @@ def _ran_before(cfg: Any) -> dict[str, Any]:
     return out
 
 
-def judge(
-    result: Result,
-    run_dir: str | Path | None = None,
-    *,
-    twins: Sequence[Twin] = (),
-    validation: Sequence[Twin] = (),
-) -> Count:
+def judge(result: Result, run_dir: str | Path | None = None) -> Count:
     """``paperzoo.verdict.counts`` against what this paperzoo declares (``declare``)."""
-    return counts(result, declare=declare, run_dir=run_dir, twins=twins, validation=validation)
+    return counts(result, declare=declare, run_dir=run_dir)
 
 
 def judge_runs(results: Sequence[Result], dirs: Sequence[str | Path | None]) -> list[Count]:
-    """The decision for each of ``results`` (in ``dirs``), taken together as ``paperzoo
-    summary`` takes them: a quick run is confirmed by the quick runs of its paper beside it (at
-    another thread count), and every run's findings are checked against the runs of its paper
-    over validation seeds (knife edges)."""
-    pairs = list(zip(results, dirs, strict=True))
-    quick = [(r, d) for r, d in pairs if r.scale == "quick" and not is_validation_run(r)]
-    checks = [(r, d) for r, d in pairs if is_validation_run(r)]
-    out = []
-    for r, d in pairs:
-        twins = [] if is_validation_run(r) else [q for q in quick if q[0].paper == r.paper]
-        validation = [] if is_validation_run(r) else [v for v in checks if v[0].paper == r.paper]
-        out.append(judge(r, d, twins=twins, validation=validation))
-    return out
+    """The decision for each of ``results`` (in ``dirs``): each run is decided on its own."""
+    return [judge(r, d) for r, d in zip(results, dirs, strict=True)]
 
 
 def record_decisions(dirs: Sequence[str | Path], *, write: bool = True) -> list[Path]:
-    """Record in results.json and report.md of every run in ``dirs`` (and of the seed runs each
-    aggregate lists) the decision ``judge_runs`` takes for it among them; the files that
-    changed (``write=False``: that would change, nothing written)."""
+    """Record in results.json and report.md of every run in ``dirs``, and of every run inside
+    one (an aggregate's seed runs, a seed's shards), the decision ``judge_runs`` takes for it;
+    the files that changed (``write=False``: that would change, nothing written)."""
     from paperzoo.verdict import load_result
 
     results = [load_result(d) for d in dirs]
     runs: list[tuple[Path, Count]] = []
-    for r, d, count in zip(results, dirs, judge_runs(results, dirs), strict=True):
+    for d, count in zip(dirs, judge_runs(results, dirs), strict=True):
         runs.append((Path(d), count))
-        for sd in r.seed_dirs:
-            runs.append((Path(d) / sd, judge(load_result(Path(d) / sd), Path(d) / sd)))
+        for inner in sorted(Path(d).rglob("results.json")):
+            if inner.parent != Path(d):
+                runs.append((inner.parent, judge(load_result(inner.parent), inner.parent)))
     changed: list[Path] = []
     for d, count in runs:
         changed += record_decision(d, count, write=write)
@@ -164,13 +146,17 @@ def _runs_in(folder: Path) -> list[Path]:
 
 def with_decision(raw: dict[str, Any], count: Count) -> dict[str, Any]:
     """``raw`` (a results.json as read) with the decision keys replaced by ``count``'s
-    (``Count.record``) where ``Result.to_dict`` puts them, and its marks recorded; every other
-    key and value as it was."""
+    (``Count.record``) where ``Result.to_dict`` puts them, each claim's verdict and interval
+    (``_DERIVED``) as re-judged, and its marks recorded; every measurement, target and other key
+    as it was."""
     decision = count.record()
+    judged = {c.id: c.to_dict() for c in count.result.claims}
     out: dict[str, Any] = {}
     for k, v in raw.items():
         if k in DECISION_KEYS or k == "marks":
             continue
+        if k == "claims":
+            v = [_rejudged_claim(c, judged.get(c.get("id"))) for c in v]
         if k == "findings_holding":
             out.update(decision)
         out[k] = v
@@ -178,6 +164,31 @@ def with_decision(raw: dict[str, Any], count: Count) -> dict[str, Any]:
             out["marks"] = list(count.result.marks)
     if "findings_holding" not in raw:
         out.update(decision)
+    return out
+
+
+# The keys of a claim in results.json that are computed from its per-seed values and target.
+# the verdict and, after it in this order, how it was decided
+_VERDICT = ("verdict", "n", "interval", "interval_of", "level", "method", "look")
+_DERIVED = ("mean", "std", "holds_on", *_VERDICT, "holds")
+
+
+def _rejudged_claim(raw: dict[str, Any], judged: dict[str, Any] | None) -> dict[str, Any]:
+    """A stored claim with its derived keys (``_DERIVED``) as re-judged, in ``to_dict``'s order
+    after ``verdict``; a claim no longer declared is kept as stored."""
+    if judged is None:
+        return raw
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in _DERIVED and k != "verdict":
+            if k in judged:
+                out[k] = judged[k]
+            continue
+        if k == "verdict":
+            out |= {d: judged[d] for d in _VERDICT if d in judged}
+            continue
+        out[k] = v
+    out |= {d: judged[d] for d in _DERIVED if d in judged and d not in out}
     return out
 
 

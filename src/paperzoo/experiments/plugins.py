@@ -8,7 +8,7 @@ object is its ``paperzoo.paper.Experiment`` subclass::
 
 On the first look-up in ``EXPERIMENTS`` every such paper is checked (``paper_problem``) and
 registered beside the ten built in; ``paperzoo list``, ``config``, ``reproduce``, ``merge``,
-``summary`` and the knife-edge comparison then treat it as one of them. A paper that cannot be
+and ``summary`` then treat it as one of them. A paper that cannot be
 loaded (an import error, a name already taken, a claim without a target, ...) is left out with
 one warning line naming its package and what is wrong (``PluginError``), and the rest still
 work.

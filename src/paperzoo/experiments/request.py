@@ -157,15 +157,28 @@ class RunRequest:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
+    def sequential(self) -> bool:
+        """No seed was given at quick scale: the seed rule decides how many seeds run (seeds
+        0-3, then 4-7 and 8-15 while a finding is inconclusive; ``paperzoo.verdict.LOOKS``)."""
+        given = self.values["seeds"] is not None or self.values["seed"] is not None
+        return not given and self.scale == "quick" and self.shard is None
+
+    @property
     def seeds(self) -> tuple[int, ...]:
-        """The seeds to run: ``--seeds``, else ``--seed``."""
-        given = self.values["seeds"]
-        return tuple(given) if given is not None else (self.values["seed"],)
+        """The seeds to run first: ``--seeds``, else ``--seed``, else the seed rule's first look
+        at quick scale (``sequential``) and seed 0 at the other scales."""
+        from paperzoo.verdict import PROTOCOL_SEEDS
+
+        if self.values["seeds"] is not None:
+            return tuple(self.values["seeds"])
+        if self.values["seed"] is not None:
+            return (self.values["seed"],)
+        return tuple(PROTOCOL_SEEDS) if self.sequential else (0,)
 
     @property
     def multi(self) -> bool:
-        """The seeds were given as ``--seeds``: one process each, aggregated."""
-        return self.values["seeds"] is not None
+        """Several seeds, one process each, aggregated: ``--seeds``, or the seed rule."""
+        return self.values["seeds"] is not None or self.sequential
 
     # -- what the request repeats -----------------------------------------------------------
 
@@ -175,6 +188,7 @@ class RunRequest:
         if self.out is not None:
             return self.out / name if self.all else self.out
         tag = f"seeds{self.seeds[0]}-{self.seeds[-1]}" if self.multi else f"s{self.seeds[0]}"
+        tag = "looks" if self.sequential else tag
         return Path("runs") / f"{name}-{self.scale}-{tag}"
 
     def context(self, name: str, seed: int, out: Path, dist: DistInfo, device: str) -> RunContext:
@@ -210,11 +224,11 @@ class RunRequest:
         options the resume repeats (``Flag.resume``; not ``--restart``: resuming must not
         start over)."""
         cmd = ["paperzoo", "reproduce", "--all" if self.all else self.names[0]]
-        if self.multi:
+        if self.values["seeds"] is not None:
             cmd += ["--seeds", ",".join(map(str, self.seeds))]
-        else:
+        elif not self.sequential:
             cmd += ["--seed", str(self.seeds[0])]
-        if self.jobs > 1:
+        if self.jobs is not None:
             cmd += ["--jobs", str(self.jobs)]
         if self.out is not None or not self.all:
             cmd += ["--out", str(self.out if self.out is not None else self.out_dir(self.names[0]))]
@@ -225,8 +239,13 @@ class RunRequest:
 
     @property
     def seed_jobs(self) -> int:
-        """Seed processes at once: ``jobs``, at most one per seed."""
-        return min(self.jobs, len(self.seeds))
+        """Seed processes at once: ``--jobs`` (default: under the seed rule as many as the cores
+        hold at ``--threads`` each, else 1), at most one per seed."""
+        if self.jobs is not None:
+            jobs = self.jobs
+        else:
+            jobs = max(1, cores() // (self.threads or 1)) if self.sequential else 1
+        return max(1, min(jobs, len(self.seeds)))
 
     @property
     def seed_threads(self) -> int:
@@ -257,8 +276,8 @@ class RunRequest:
             raise ValueError(
                 "--shard and --seeds don't combine: run each seed's shards, then merge"
             )
-        if self.jobs > 1 and not self.multi:
-            raise ValueError("--jobs needs --seeds")
+        if self.jobs is not None and self.jobs > 1 and not self.multi:
+            raise ValueError("--jobs needs several seeds (--seeds, or no --seed at quick scale)")
         if self.tensorboard:
             from paperzoo.engine.tensorboard import require
 
@@ -299,22 +318,44 @@ class RunRequest:
             device = f"cuda:{dist.local_rank}"
         for name in self.names:
             out = self.out_dir(name)
-            if self.multi and not dist.enabled:
-                result = run_seeds(self, name, out)
-            else:
-                if self.threads:
-                    torch.set_num_threads(self.threads)
-                for seed in self.seeds:  # under torchrun the seeds run one after another
-                    seed_everything(seed)
-                    seed_out = out / f"seed-{seed}" if self.multi else out
-                    result = run_experiment(
-                        name, self.context(name, seed, seed_out, dist, device), overrides
-                    )
-                if self.multi and dist.is_main:
-                    seed_dirs = [out / f"seed-{s}" for s in self.seeds]
-                    result = merge_dirs(seed_dirs, out, command=self.command)
+            seeds, done = list(self.seeds), []
+            while seeds:  # the seed rule: a look, then the next one while a finding is unclear
+                if self.multi and not dist.enabled:
+                    result = run_seeds(self, name, out, seeds, earlier=done)
+                else:
+                    if self.threads:
+                        torch.set_num_threads(self.threads)
+                    for seed in seeds:  # under torchrun the seeds run one after another
+                        seed_everything(seed)
+                        seed_out = out / f"seed-{seed}" if self.multi else out
+                        result = run_experiment(
+                            name, self.context(name, seed, seed_out, dist, device), overrides
+                        )
+                    if self.multi:
+                        seed_dirs = [out / f"seed-{s}" for s in [*done, *seeds]]
+                        result = merge_dirs(seed_dirs, out, command=self.command)
+                done += seeds
+                seeds = _next_look(name, result, out) if self.sequential else []
             if dist.is_main:
                 yield name, result, out
+
+
+def _next_look(name: str, result: Result, out: Path) -> list[int]:
+    """The seeds the seed rule adds after ``result`` (``paperzoo.verdict.next_seeds`` of the
+    run judged against the declared claims), logged with the findings still inconclusive."""
+    from paperzoo.experiments.judging import judge
+    from paperzoo.verdict import format_seeds, next_seeds
+
+    judged = judge(result, out).result
+    more = next_seeds(judged)
+    if more:
+        unclear = [c.id for c in judged.findings if c.verdict == "inconclusive"]
+        log.info(
+            "%s: %d finding(s) inconclusive at seeds %s (%s): adding seeds %s",
+            name, len(unclear), format_seeds(judged.seeds), ", ".join(unclear),
+            format_seeds(more),
+        )  # fmt: skip
+    return more
 
 
 def _last_error(log_file: Path) -> str | None:
@@ -327,9 +368,17 @@ def _last_error(log_file: Path) -> str | None:
     return next((ln[len(prefix) :] for ln in reversed(lines) if ln.startswith(prefix)), None)
 
 
-def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
-    """Run paper ``name`` of ``request`` once per seed, ``request.seed_jobs`` processes at a
-    time, and aggregate.
+def run_seeds(
+    request: RunRequest,
+    name: str,
+    out_dir: Path,
+    seeds: Sequence[int] | None = None,
+    *,
+    earlier: Sequence[int] = (),
+) -> Result:
+    """Run paper ``name`` of ``request`` once per seed (``seeds``, default ``request.seeds``),
+    ``request.seed_jobs`` processes at a time, and aggregate them with the ``earlier`` seeds'
+    runs in ``out_dir`` (the seed rule's previous looks).
 
     Each seed runs as ``python -m paperzoo`` with ``request.child_argv`` (``--seed S --out
     OUT/seed-S --threads T`` and the request's other flags) with its log in
@@ -349,7 +398,8 @@ def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    seeds, jobs, threads = list(request.seeds), request.seed_jobs, request.seed_threads
+    seeds = list(request.seeds if seeds is None else seeds)
+    jobs, threads = request.seed_jobs, request.seed_threads
     out_dir = Path(out_dir).resolve()
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     lock = threading.Lock()
@@ -410,7 +460,8 @@ def run_seeds(request: RunRequest, name: str, out_dir: Path) -> Result:
             f"seed {s} (exit {rc}): {out_dir / f'seed-{s}' / 'log.txt'}" for s, rc in failed
         )
         raise SeedRunError(f"{name}: seed runs failed: {logs}")
-    return merge_dirs([out_dir / f"seed-{s}" for s in seeds], out_dir, command=request.command)
+    runs = [out_dir / f"seed-{s}" for s in [*earlier, *seeds]]
+    return merge_dirs(runs, out_dir, command=request.command)
 
 
 def _stop_children(signum: int, lock: threading.Lock, live: dict[int, Any]) -> None:

@@ -172,9 +172,9 @@ class Count:
 
     def headline(self) -> str:
         """The one sentence every page gives: "Findings reproduced: k of n (quick, seeds 0-3,
-        commit ...; ...)", or "Findings holding: k of n (...; not counted: why)" for a run that
+        commit ..., 98.3% intervals; ...)", or "Findings holding: k of n (...; not counted: why)" for a run that
         does not count."""
-        label = run_label(self.result)
+        label = f"{run_label(self.result)}, {LEVEL:.1%} intervals"
         if self.reason is None:
             more = "".join(f"; {note}" for note in self.notes())
             return f"Findings reproduced: {len(self.reproduced)} of {self.findings} ({label}{more})"
