@@ -1,22 +1,23 @@
 """Regenerate the front page, the results tables and every run's recorded decision from the
 committed runs under results/.
 
-    .venv/bin/python tools/update_summary.py [--readme] [--check]
+    .venv/bin/python tools/update_summary.py [--readme] [--check] [--figures]
 
 Reads the runs under results/ as ``paperzoo summary results/`` does (each directory holding a
-results.json, and the validation-seed runs under results/validation/: not shown; a finding whose
-verdict differs there is a knife edge and does not count), decides for each whether it counts
-(``paperzoo.verdict.counts``, given the runs beside it: a quick finding counts only where its
-one- and two-thread runs agree), and writes
+results.json, and the validation-seed runs under results/validation/: named, never shown as
+verdicts), decides for each whether it counts (``paperzoo.verdict.counts``), and writes
 
-- each run's results.json (its decision keys only) and report.md, and those of the seed runs
-  each aggregate lists, so that every page gives the answer the summary gives;
+- each run's results.json (its decision keys and each claim's verdict and interval) and
+  report.md, and those of every run inside it (seed runs, shards), so that every page gives the
+  answer the summary gives;
 - results/index.html: the front page (`paperzoo.summary.render_summary_html`);
 - docs/results.md: the same as Markdown, every finding at every scale;
 - with --readme, README.md's overview table between `<!-- summary:start -->` and
   `<!-- summary:end -->` (one row per paper; nothing else in the README is touched).
 
---check writes nothing and exits 1 if any of those files would change.
+--check writes nothing and exits 1 if any of those files would change. --figures also redraws
+each multi-seed run's figures/findings_by_seed.png (per-seed values, mean, interval, target): a
+PNG's bytes depend on the matplotlib that drew it, so figures are redrawn when asked, not checked.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--readme", action="store_true", help="also rewrite README.md's table")
     ap.add_argument("--check", action="store_true", help="exit 1 if a file would change")
+    ap.add_argument("--figures", action="store_true", help="redraw each run's per-seed figure")
     args = ap.parse_args(argv)
 
     try:
@@ -46,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     recorded = record_decisions(dirs, write=not args.check)
     results = [load_result(d) for d in dirs]
+    if args.figures and not args.check:
+        from paperzoo.experiments.judging import judge
+        from paperzoo.report import plot_findings_by_seed
+
+        for r, d in zip(results, dirs, strict=True):
+            fig = "figures/findings_by_seed.png"
+            if fig in r.figures and plot_findings_by_seed(judge(r, d).result, d / fig):
+                sys.stdout.write(f"drew {(d / fig).relative_to(ROOT)}\n")
     cmd = "`python tools/update_summary.py` (not typed by hand)"
     outputs = {
         ROOT / "results" / "index.html": render_summary_html(

@@ -120,7 +120,7 @@ def render_markdown(count: Count) -> str:
         lines += _claim_table(result.checks, seeds, "check", count, partial)
     lines += [
         "",
-        f"Findings: {rule_text()}; holds = the interval clears the target, fails = it lies on "
+        f"Findings are decided from {rule_text()}: holds = the interval clears the target, fails = it lies on "
         "the other side, inconclusive = it straddles (a quick run adds seeds while a finding is "
         "inconclusive); not measured = a seed has no value. Checks: holds = the mean and at "
         "least ceil(3n/4) of n seeds meet the target, fragile = the mean does, fewer seeds do, "

@@ -339,11 +339,18 @@ def _across(papers: list[_Paper]) -> str:
     reproduced = sum(len(run.count.reproduced) for run in counted)
     kept = sum(len(_holm_kept(run) & {c.id for c in run.count.reproduced}) for run in counted)
     looks = ", ".join(format_seeds(list(range(k))) for k in LOOKS)
+    quick = [c for run in counted if run.result.scale == "quick" for c in run.result.findings]
+    tally = ", ".join(
+        f"{sum(c.verdict == v for c in quick)} {v}"
+        for v in ("holds", "inconclusive", "fails", "not measured")
+        if any(c.verdict == v for c in quick)
+    )
     return (
-        f"Each finding is decided by its own interval, fixed before the run: {rule_text()}. "
-        f"A finding whose true mean sits exactly on its target reads `holds` with probability at "
-        f"most {ALPHA:.0%} (a quick run stops at the first look, seeds {looks}, where no finding "
-        f"is inconclusive). The {len(counted)} runs that count (one per paper, scale and part) "
+        f"At quick scale, {len(quick)} findings: {tally}. "
+        f"Each finding is decided, by a rule fixed before the run, from {rule_text()}. A finding "
+        f"whose true mean sits exactly on its target reads `holds` with probability at most "
+        f"{ALPHA:.0%}, whichever look a quick run stops at (the first of {looks} at which no "
+        "finding is inconclusive). The {len(counted)} runs that count (one per paper, scale and part) "
         f"judge {n} findings and reproduce "
         f"{reproduced}: were every one of the {n} exactly on its target, at most "
         f"{ALPHA * n:.1f} false holds would be expected. No correction across a paper's findings "

@@ -1,7 +1,9 @@
 """Verdicts: what a claim's target means, what a run's results.json holds, whether a run counts,
 and how runs merge.
 
-- ``targets``: parsing a target and judging one measurement against it; the seed rules.
+- ``targets``: parsing a target and judging one measurement against it.
+- ``intervals``: the statistics of a verdict: a finding's interval over seeds at the one declared
+  error rate (``ALPHA``, split over the seed rule's ``LOOKS``), ``decide``, Holm's rule.
 - ``result``: the results.json schema (``ClaimResult``, ``Result``), read and written.
 - ``counting``: ``counts``, the one decision whether a run counts as a reproduction, which
   ``paperzoo reproduce``, ``paperzoo merge``, results.json, report.md and ``paperzoo summary``

@@ -237,9 +237,8 @@ def rule_text() -> str:
     """The seed rule and level in words, as every page states it."""
     looks = ", ".join(format_seeds(list(range(n))) for n in LOOKS)
     return (
-        f"each finding decided by a one-sided {LEVEL:.1%} interval on its mean over seeds "
-        f"(Student-t; exact binomial for booleans and samples with no spread): {ALPHA:.0%} "
-        f"split over the looks at seeds {looks}"
+        f"a one-sided {LEVEL:.1%} interval on its mean over seeds (Student-t; exact binomial for "
+        f"booleans and samples with no spread), {ALPHA:.0%} split over the looks at seeds {looks}"
     )
 
 
