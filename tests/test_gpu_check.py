@@ -377,4 +377,42 @@ def test_the_offline_check_names_a_missing_module_before_writing_any_data(tmp_pa
         "gpu-check-offline: missing module(s) the reproductions import: safetensors "
     )
     assert not (tmp_path / "check").exists()  # no synthetic data, no run
-    assert "safetensors: ModuleNotFoundError" in (tmp_path / "report" / "gpu-check.txt").read_text()
+    log = (tmp_path / "report" / "gpu-check.txt").read_text()
+    assert "preflight: data: ok" in log  # the preflight ran first (the import is a lazy one)
+    assert "safetensors: ModuleNotFoundError" in log
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a box without CUDA")
+def test_the_offline_check_stops_at_the_preflight_or_an_empty_wheelhouse(tmp_path: Path) -> None:
+    """On CUDA (the default) without a device the preflight's line ends the check before any
+    data or run (exit 2); a WHEELS folder with no wheels ends it before anything is installed."""
+    path = tmp_path / "path"
+    path.mkdir()
+    (path / "python3").write_text(_FAKE_PYTHON3.format(python=sys.executable))
+    (path / "python3").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{path}:{os.environ['PATH']}",
+        "PAPERS": "coordconv",
+        "REPORT": str(tmp_path / "report"),
+        "CHECK_OUT": str(tmp_path / "check"),
+    }
+    env.pop("DEVICE", None)
+    proc = subprocess.run(
+        ["bash", str(OFFLINE)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("preflight: cuda: FAILED")
+    assert not (tmp_path / "check").exists()
+    log = (tmp_path / "report" / "gpu-check.txt").read_text()
+    assert "preflight: torch: ok" in log and "preflight: cuda: FAILED" in log
+    (tmp_path / "empty").mkdir()
+    proc = subprocess.run(
+        ["bash", str(OFFLINE)], capture_output=True, text=True, timeout=120,
+        env={**env, "WHEELS": str(tmp_path / "empty")},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert (
+        proc.stderr
+        == f"gpu-check-offline: WHEELS={tmp_path / 'empty'} holds no wheels (make wheelhouse)\n"
+    )

@@ -429,6 +429,21 @@ class Experiment(ABC):
     # (tests/test_max_steps.py). Empty: the full config as declared, on its own data.
     cpu_capped_args: ClassVar[tuple[str, ...]] = ()
 
+    def loader_shared_memory(self, cfg: Any, ranks: int = 1) -> int:
+        """The most bytes of shared memory (``/dev/shm``) that the data-loader worker processes
+        of a run of ``cfg`` hold at once on one machine running ``ranks`` ranks of it: every
+        batch in flight between the workers and the training processes (a worker hands its
+        batch over in shared memory). Default 0: the paper starts no loader workers.
+
+        Args:
+            cfg: the config that runs (e.g. the full one).
+            ranks: the ranks on this machine (the global batch shared out over them).
+
+        Returns:
+            Bytes.
+        """
+        return 0
+
     def check_options(self, ctx: RunContext) -> None:
         """Raise ``ValueError`` (one line) when ``ctx.options`` cannot run: called before
         anything is written. Default: nothing to check."""

@@ -100,6 +100,18 @@ class PerceiverExperiment(Experiment):
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         return _full_cost(cfg, plan)
 
+    def loader_shared_memory(self, cfg: Any, ranks: int = 1) -> int:
+        """As ``Experiment.loader_shared_memory``: the ImageNet run's ``workers x prefetch``
+        batches in flight per rank, each of uint8 crops (the loader hands over uint8 images,
+        normalised on the device) and int64 labels, at the larger of the training batch's share
+        and the evaluation batch (the training loader is closed before the evaluation's
+        starts). The digit sets load without workers: 0."""
+        if not isinstance(cfg, PerceiverImageNetConfig):
+            return 0
+        image = 3 * cfg.image_size * cfg.image_size + 8  # uint8 pixels, int64 label
+        batch = max(-(-cfg.batch_size // ranks), cfg.eval_batch)
+        return ranks * cfg.workers * cfg.prefetch * batch * image
+
     def dataset_name(self, ctx: RunContext) -> str | None:
         """As ``Experiment.dataset_name``; ImageNet runs only at full scale (the paper's model)."""
         name = super().dataset_name(ctx)
