@@ -26,6 +26,7 @@ says.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -65,6 +66,10 @@ class Loop:
     points: int = 0
     planned_points: int = 0  # sync points of the full run (summed over calls)
     extra_seconds: float = 0.0  # what the full loop adds besides its iterations (evaluations)
+    # steps loops on CUDA: the steps after each call's first run under
+    # torch.cuda.set_sync_debug_mode("warn"); every synchronising call they made (where, how often)
+    sync_checked: int = 0  # steps run so watched
+    step_syncs: dict[str, int] = field(default_factory=dict)
     # repeat loops: each repetition's cost (own time + its capped loops' estimates), in order
     costs: list[float | None] = field(default_factory=list)
     children: list[Loop] = field(default_factory=list)
@@ -166,6 +171,9 @@ class Loop:
             d["first_seconds"] = None if first is None else round(first, 4)
         if self.extra_seconds:
             d["extra_seconds"] = round(self.extra_seconds, 3)
+        if self.sync_checked:
+            d["steps_checked_for_syncs"] = self.sync_checked
+            d["step_syncs"] = dict(self.step_syncs)
         if self.children:
             d["children"] = [c.to_dict() for c in self.children]
         return d
@@ -189,14 +197,21 @@ class StepClock:
     (evaluations and checkpoints on the way) runs inside ``apart()``. The first iteration
     counts whole as the warm-up; later ones split into computation and sync point.
 
+    With ``watch_syncs`` (on CUDA) the caller runs each step's own work (its batch and its
+    computation, not its sync point) inside ``step()``: every step after the first runs under
+    ``torch.cuda.set_sync_debug_mode("warn")``, and each call that makes the host wait for the
+    device there is recorded in the loop (``Loop.step_syncs``: the code location of the call and
+    how often), so that results.json names a sync a step should not make.
+
     Args:
         node: the loop's record.
         sync: waits for the device (a no-op on the CPU), so that a step's queued device work
             counts as the step's and not as the sync point's.
+        watch_syncs: record the synchronising calls of the steps after the first.
     """
 
-    def __init__(self, node: Loop, sync: Callable[[], None]) -> None:
-        self.node, self._sync = node, sync
+    def __init__(self, node: Loop, sync: Callable[[], None], watch_syncs: bool = False) -> None:
+        self.node, self._sync, self.watch_syncs = node, sync, watch_syncs
         sync()
         self.t0 = self._start = time.perf_counter()
         self._computed: float | None = None
@@ -204,6 +219,29 @@ class StepClock:
         self.run = 0
         self.warmup = self.steady = self.point_seconds = 0.0
         self.points = 0
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """The block is a step's own work: watched for synchronising calls after the first
+        step when ``watch_syncs`` (see the class doc), else run as it is."""
+        if not self.watch_syncs or self.run == 0:
+            yield
+            return
+        before = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                yield
+            finally:
+                torch.cuda.set_sync_debug_mode(before)
+        self.node.sync_checked += 1
+        for w in caught:
+            if "synchroniz" in str(w.message):
+                where = f"{w.filename}:{w.lineno}: {w.message}"
+                self.node.step_syncs[where] = self.node.step_syncs.get(where, 0) + 1
+            else:  # any other warning: as it would have been shown
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     def computed(self) -> None:
         """The step's computation ended; its sync point begins."""
