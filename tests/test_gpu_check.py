@@ -33,6 +33,8 @@ if [[ ${FAKE_RC:-0} -ne 0 ]]; then
   echo "paperzoo: error: CIFAR-10 is the paper's data set at full scale; give --data-root DIR" >&2
   exit "$FAKE_RC"
 fi
+# $FAKE_ORPHAN: leave a process behind in a session of its own (its pid written there)
+if [[ -n ${FAKE_ORPHAN:-} ]]; then setsid sleep 300 >/dev/null 2>&1 & echo $! >"$FAKE_ORPHAN"; fi
 result=${FAKE_RESULT:-}
 [[ -n $result ]] || result='{"estimate_seconds": 3600}'
 mkdir -p "$out" && echo "$result" >"$out/results.json"
@@ -220,9 +222,39 @@ def test_every_registered_paper_runs_by_default_and_the_data_parallel_ones_under
     assert sorted(ln.split(" reproduce ")[1].split()[0] for ln in launched) == ddp
 
 
+def test_no_process_of_a_paper_outlives_it(tmp_path: Path) -> None:
+    """A process the paper left running in a session of its own (as a rank started with setsid
+    could) is killed when the paper ends, and named in its log."""
+    pid_file = tmp_path / "orphan.pid"
+    proc = _check(tmp_path, PAPERS="coordconv", FAKE_ORPHAN=str(pid_file))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pid = int(pid_file.read_text())
+    assert (
+        f"gpu-check: coordconv left 1 process(es) running after it ended; killed: {pid}"
+        in proc.stdout
+    )
+    try:
+        os.waitpid(pid, os.WNOHANG)  # (not our child: raises)
+    except ChildProcessError:
+        pass
+    state = Path(f"/proc/{pid}/stat")
+    assert not state.exists() or state.read_text().split()[2] == "Z"  # gone (or a zombie)
+
+
+def test_the_kill_grace_is_longer_than_torchruns() -> None:
+    text = SCRIPT.read_text()
+    assert 'timeout --kill-after="$KILL_GRACE"' in text
+    default = int(text.split("KILL_GRACE=${KILL_GRACE:-")[1].split("}")[0])
+    assert default > 30  # torchrun gives its ranks 30 s after a SIGTERM
+
+
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
+        (
+            {"KILL_GRACE": "30"},
+            "gpu-check: KILL_GRACE must be a whole number of seconds above torchrun's 30, got '30'",
+        ),
         ({"STEPS": "two"}, "gpu-check: STEPS must be a whole number, got 'two'"),
         ({"NPROC": "0"}, "gpu-check: NPROC must be at least 1, got 0"),
         ({"PAPERS": " "}, "gpu-check: PAPERS is empty"),

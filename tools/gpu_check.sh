@@ -37,6 +37,11 @@
 #       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
 #       does not start and fails. On one GPU the check ends within 6 minutes, so that a rerun
 #       fits in a 15-minute lease.
+#   KILL_GRACE [45]: seconds between a paper's SIGTERM at its limit and SIGKILL; above
+#       torchrun's own 30 s, so that torchrun can stop its ranks first. After each paper every
+#       process it started that still runs (a rank or loader worker that left its process group
+#       included: found by a tag in its environment, GPU_CHECK_TAG) is killed and named in its
+#       log, so that no rank holds the GPU into the next paper.
 #   PLAN [none]: a file holding tools/gpu_check_plan.py's output, read instead of running it
 #       (the papers and their limits, for checks run many times in a row).
 #   OUT [runs/gpu-check]  THREADS [1 on CPU, torch's default on CUDA]
@@ -109,6 +114,21 @@ done
 [[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
 [[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
 
+KILL_GRACE=${KILL_GRACE:-45}
+[[ $KILL_GRACE =~ ^[0-9]+$ && $KILL_GRACE -gt 30 ]] \
+  || { echo "gpu-check: KILL_GRACE must be a whole number of seconds above torchrun's 30, got '$KILL_GRACE'" >&2; exit 2; }
+
+# the processes (pids) still running whose environment holds GPU_CHECK_TAG=$1
+outlived() {
+  local env_file pid
+  for env_file in /proc/[0-9]*/environ; do
+    pid=${env_file#/proc/}
+    pid=${pid%/environ}
+    [[ $pid == "$$" ]] && continue
+    tr '\0' '\n' <"$env_file" 2>/dev/null | grep -qxF "GPU_CHECK_TAG=$1" && printf '%s ' "$pid"
+  done
+}
+
 # the paper's limit: TIMEOUT when set, else its own (the plan's second column)
 limit_of() {
   if [[ -n $TIMEOUT ]]; then echo "$TIMEOUT"; return; fi
@@ -151,14 +171,24 @@ for p in $PAPERS; do
   rm -rf "${OUT:?}/$p"
   echo "gpu-check: $p ($mode, up to ${limit}s$([[ $limit -lt $own ]] && echo " of its ${own}s")): ${cmd[*]}"
   start=$(date +%s)
-  # the largest host memory (max RSS) of the run's processes, measured around `timeout`
-  "$BIN/python" -c 'import resource, subprocess, sys
+  # the largest host memory (max RSS) of the run's processes, measured around `timeout`; at its
+  # limit the paper gets SIGTERM, then KILL_GRACE s (longer than torchrun's own 30 s for its
+  # ranks) before SIGKILL
+  tag="$$-$p-$start"
+  GPU_CHECK_TAG=$tag "$BIN/python" -c 'import resource, subprocess, sys
 rc = subprocess.call(sys.argv[2:])
 kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 open(sys.argv[1], "w").write(f"{kib / 2**20:.1f}\n")
-sys.exit(rc)' "$OUT/$p.rss" timeout --kill-after=15 "$limit" "${cmd[@]}" >"$OUT/$p.log" 2>&1
+sys.exit(rc)' "$OUT/$p.rss" timeout --kill-after="$KILL_GRACE" "$limit" "${cmd[@]}" >"$OUT/$p.log" 2>&1
   rc=$?
   wall=$(( $(date +%s) - start ))
+  # no process of this paper outlives it (a rank or loader worker in a session of its own
+  # included): every process whose environment carries its tag is killed
+  left=$(outlived "$tag")
+  if [[ -n $left ]]; then
+    kill -KILL $left 2>/dev/null
+    echo "gpu-check: $p left $(wc -w <<<"$left") process(es) running after it ended; killed: $left" | tee -a "$OUT/$p.log"
+  fi
   # torchrun exits 1 whatever its ranks did: a rank's exit 2 (e.g. the data refusal) is in its log
   if [[ $rc -eq 1 && $mode != single ]] && grep -q 'exitcode: 2)' "$OUT/$p.log"; then rc=2; fi
   # the line that says why: paperzoo's one-line error, else the last exception, else the last line
