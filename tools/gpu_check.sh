@@ -33,10 +33,10 @@
 #   NPROC [torch.cuda.device_count() on CUDA, which honours CUDA_VISIBLE_DEVICES; 1 on CPU]
 #   TIMEOUT [each paper's own limit on CUDA, 900 s on CPU]: the most one paper may take; when
 #       set, every paper gets it.
-#   BUDGET [360 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
+#   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
 #       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
-#       does not start and fails. On one GPU the check ends within 6 minutes, so that a rerun
-#       fits in a 15-minute lease.
+#       does not start and fails. On one GPU the ten papers' derived limits and the synthetic
+#       data fit in these 8 minutes, the costliest papers first.
 #   KILL_GRACE [45]: seconds between a paper's SIGTERM at its limit and SIGKILL; above
 #       torchrun's own 30 s, so that torchrun can stop its ranks first. After each paper every
 #       process it started that still runs (a rank or loader worker that left its process group
@@ -48,21 +48,24 @@
 #   BIN [.venv/bin]: where python and paperzoo live.
 # Exit status: 0 when every paper listed ran, 1 otherwise (2: the check could not start).
 #
-# Each paper's limit on CUDA is its `gpu_check` (paperzoo.experiments.base.GpuCheck; a paper that
-# states none gets the default), the sum of two figures:
+# Each paper's limit on CUDA is derived (paperzoo.cost.gpu_check_limit, listed with its
+# derivation by tools/gpu_check_plan.py STEPS) from its `gpu_check` (paperzoo.experiments.base.
+# GpuCheck; a paper that states none gets the default) and its counted price:
+#   limit = ceil(plumbing_s + 1.5 x (setup_s + steps_s + loader_s))
 #   plumbing_s: the start-up, imports, run directory, report and torchrun launch a GPU run pays
 #       too: half the paper's wall seconds in this script's CPU plumbing mode
 #       (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`),
-#       measured once on a 2-core host whose both cores ran other jobs (a GPU host's idle cores
-#       start the same work in about half that).
-#   gpu_s, stated (not measured; no GPU run of the check yet): what the full config's 2-step run
-#       adds on one GPU: CUDA start, reading the full data, building the full models, 2 steps of
-#       each loop (the first with cuDNN's algorithm search) and the evaluation cut to 2 batches;
-#       its `reason` says what.
-# The ten papers' limits add up to 267 s, leaving 93 s of the 360-s BUDGET for the synthetic
-# data (kept under OUT/data for a rerun) and one more paper at the default limit. The summary
-# prints each paper's limit beside its wall time: a paper near its limit is the place to measure
-# again (set plumbing_s from this script's CPU wall time, gpu_s from the GPU's).
+#       measured once on a 2-core host whose both cores ran other jobs.
+#   setup_s, stated (no GPU run of the check yet): CUDA start, reading the full data, building
+#       the full models, cuDNN's search, the evaluation cut to 2 batches; its `reason` says what.
+#   steps_s, counted: STEPS steps of every planned loop at the priced time of one of the full
+#       run's steps (`paperzoo list --json`: gpu_hours x 3600 / steps; the longest of its FLOP,
+#       launch, host and loader time), e.g. the Perceiver's 2 x 3 x 1.9 s.
+#   loader_s, counted: each loop's loader warm-up, its first batch decoded by one worker alone
+#       (the workers x the count's loader seconds per step; the Perceiver's 3 x 16 x 0.52 s).
+#   1.5: the margin for a slower host or GPU and first steps slower than steady ones.
+# The summary prints each paper's limit beside its wall time: a paper near its limit is the
+# place to measure again (plumbing_s from this script's CPU wall time, setup_s from the GPU's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 check_start=$(date +%s)
@@ -76,7 +79,7 @@ SYNTH=${SYNTH:-0}
 DATA_ROOT=${DATA_ROOT:-}
 if [[ $DEVICE == cuda* ]]; then
   TIMEOUT=${TIMEOUT:-}  # empty: each paper's own limit (its gpu_check)
-  BUDGET=${BUDGET:-360}
+  BUDGET=${BUDGET:-480}
 else
   TIMEOUT=${TIMEOUT:-900}
   BUDGET=${BUDGET:-0}
@@ -86,7 +89,8 @@ fi
 if [[ -n ${PLAN:-} ]]; then
   plan=$(<"$PLAN") || { echo "gpu-check: cannot read PLAN $PLAN" >&2; exit 2; }
 else
-  plan=$("$BIN/python" tools/gpu_check_plan.py) || exit 2
+  [[ $STEPS =~ ^[0-9]+$ ]] || { echo "gpu-check: STEPS must be a whole number, got '$STEPS'" >&2; exit 2; }
+  plan=$("$BIN/python" tools/gpu_check_plan.py "$STEPS") || exit 2
 fi
 PAPERS=${PAPERS:-$(cut -f1 <<<"$plan" | tr '\n' ' ')}
 DDP_PAPERS=${DDP_PAPERS:-$(awk -F'\t' '$3 == 1 { printf "%s ", $1 }' <<<"$plan")}
