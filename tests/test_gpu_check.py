@@ -138,6 +138,20 @@ def test_a_run_that_diverged_or_gives_no_estimate_fails(
     assert "1 of 1 papers FAILED" in proc.stdout
 
 
+def test_the_table_shows_the_peak_gpu_memory_and_the_syncs_in_steps(tmp_path: Path) -> None:
+    result = (
+        '{"estimate_seconds": 60, "estimate": {"loops": [{"desc": "a", "peak_gpu_memory_gib": '
+        '2.25, "step_syncs": {"x.py:3: called a synchronizing CUDA operation": 2}, "children": '
+        '[{"desc": "b", "peak_gpu_memory_gib": 7.5, "step_syncs": {}}]}]}}'
+    )
+    proc = _check(tmp_path, PAPERS="coordconv", FAKE_RESULT=result)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    heads = next(ln for ln in proc.stdout.splitlines() if ln.startswith("paper "))
+    assert "peak GPU GiB  step syncs" in heads
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("coordconv "))
+    assert row.split()[6:8] == ["7.5", "2"]  # the largest loop's peak; the syncs of every loop
+
+
 def test_the_costliest_papers_run_first(tmp_path: Path) -> None:
     proc = _check(tmp_path)
     order = [ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("gpu-check: ")]

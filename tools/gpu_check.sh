@@ -210,6 +210,11 @@ from pathlib import Path
 
 status, out, device, scale, steps, data_root, synth, check_start = sys.argv[1:]
 
+def loops(nodes):
+    for n in nodes:
+        yield n
+        yield from loops(n.get("children", []))
+
 def hms(s):
     s = round(s)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
@@ -220,8 +225,14 @@ for line in Path(status).read_text().splitlines():
     res, est, note = Path(out) / paper / "results.json", "—", ""
     rss_file = Path(out) / f"{paper}.rss"
     rss = rss_file.read_text().strip() if rss_file.is_file() and rc != "budget" else "—"
+    peak, syncs = "—", "—"
     if rc == "0" and res.is_file():
         d = json.loads(res.read_text())
+        every = list(loops((d.get("estimate") or {}).get("loops", [])))
+        if any("peak_gpu_memory_gib" in n for n in every):
+            peak = f"{max(n.get('peak_gpu_memory_gib', 0) for n in every):.1f}"
+        if any("step_syncs" in n for n in every):  # on CUDA: the syncs inside the steps
+            syncs = str(sum(sum(n.get("step_syncs", {}).values()) for n in every))
         e = d.get("estimate_seconds")
         diverged = sorted({w for c in d.get("claims", []) for w in (c.get("why_not_measured") or [])
                            if "diverged" in w})
@@ -242,15 +253,16 @@ for line in Path(status).read_text().splitlines():
         state, note, failed = "FAILED (timed out)", f"after {wall} s", failed + 1
     else:
         state, note, failed = f"FAILED ({rc})", last.removeprefix("paperzoo: error: "), failed + 1
-    rows.append((paper, mode, state, limit, wall, rss, est, note))
+    rows.append((paper, mode, state, limit, wall, rss, peak, syncs, est, note))
 
 print()
 print(f"gpu-check: --scale {scale} --max-steps {steps} --device {device}, data root {data_root}"
       + (" (synthetic data: times rough, verdicts meaningless)" if synth == "1" and data_root != "none" else ""))
-heads = ("paper", "mode", "status", "limit s", "wall s", "max RSS GiB", "estimate h:mm:ss", "note")
-widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(7)]
+heads = ("paper", "mode", "status", "limit s", "wall s", "max RSS GiB", "peak GPU GiB",
+         "step syncs", "estimate h:mm:ss", "note")
+widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(9)]
 for r in [heads, *rows]:
-    print("  ".join(str(v).ljust(w) for v, w in zip(r[:7], widths)) + "  " + str(r[7]))
+    print("  ".join(str(v).ljust(w) for v, w in zip(r[:9], widths)) + "  " + str(r[9]))
 print(f"sum of the estimates that ran: {hms(total)} ({total / 3600:.1f} h)")
 print(f"the whole check: {hms(time.time() - int(check_start))}; "
       + (f"{failed} of {len(rows)} papers FAILED" if failed else f"all {len(rows)} papers ran"))

@@ -235,21 +235,24 @@ def test_a_capped_step_on_cuda_records_its_synchronising_calls(monkeypatch) -> N
     modes = ["default"]
     monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
     monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda m: modes.append(str(m)))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: modes.append("reset"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 3 * 2**29)
     node = budget.Loop("train", "steps", planned=10)
-    clock = budget.StepClock(node, lambda: None, watch_syncs=True)
+    clock = budget.StepClock(node, lambda: None, on_cuda=True)
     for step in range(3):
         with clock.step():
             if step > 0:
                 warnings.warn("called a synchronizing CUDA operation", stacklevel=1)
         clock.done()
     clock.finish()
-    assert modes == ["default", "warn", "0", "warn", "0"]  # not around the first step
+    assert modes == ["default", "reset", "warn", "0", "warn", "0"]  # not around the first step
     assert node.sync_checked == 2
     ((where, count),) = node.step_syncs.items()
     assert count == 2 and where.endswith(": called a synchronizing CUDA operation")
     assert __file__ in where
     d = node.to_dict()
     assert d["steps_checked_for_syncs"] == 2 and d["step_syncs"] == {where: 2}
+    assert d["peak_gpu_memory_gib"] == 1.5  # the loop's peak GPU memory, recorded too
     # off CUDA nothing is watched and nothing recorded
     plain = budget.Loop("train", "steps", planned=10)
     clock = budget.StepClock(plain, lambda: None)
@@ -257,7 +260,8 @@ def test_a_capped_step_on_cuda_records_its_synchronising_calls(monkeypatch) -> N
         with clock.step():
             pass
         clock.done()
-    assert "step_syncs" not in plain.to_dict() and modes[-1] == "0"
+    assert "step_syncs" not in plain.to_dict() and "peak_gpu_memory_gib" not in plain.to_dict()
+    assert modes[-1] == "0"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -280,7 +284,7 @@ def test_on_cuda_a_capped_trainer_records_a_sync_in_its_step() -> None:
         with budget.capped(b):
             trainer.fit((torch.rand(16, 3), torch.rand(16)))
         (loop,) = b.root.children
-        assert loop.sync_checked == 2
+        assert loop.sync_checked == 2 and loop.peak_gpu_bytes > 0
         assert bool(loop.step_syncs) == syncs
 
 

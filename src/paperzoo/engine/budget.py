@@ -70,6 +70,7 @@ class Loop:
     # torch.cuda.set_sync_debug_mode("warn"); every synchronising call they made (where, how often)
     sync_checked: int = 0  # steps run so watched
     step_syncs: dict[str, int] = field(default_factory=dict)
+    peak_gpu_bytes: int = 0  # on CUDA: the most memory allocated while one of its calls ran
     # repeat loops: each repetition's cost (own time + its capped loops' estimates), in order
     costs: list[float | None] = field(default_factory=list)
     children: list[Loop] = field(default_factory=list)
@@ -174,6 +175,8 @@ class Loop:
         if self.sync_checked:
             d["steps_checked_for_syncs"] = self.sync_checked
             d["step_syncs"] = dict(self.step_syncs)
+        if self.peak_gpu_bytes:
+            d["peak_gpu_memory_gib"] = round(self.peak_gpu_bytes / 2**30, 3)
         if self.children:
             d["children"] = [c.to_dict() for c in self.children]
         return d
@@ -197,21 +200,26 @@ class StepClock:
     (evaluations and checkpoints on the way) runs inside ``apart()``. The first iteration
     counts whole as the warm-up; later ones split into computation and sync point.
 
-    With ``watch_syncs`` (on CUDA) the caller runs each step's own work (its batch and its
-    computation, not its sync point) inside ``step()``: every step after the first runs under
+    On CUDA (``on_cuda``) the caller runs each step's own work (its batch and its computation,
+    not its sync point) inside ``step()``: every step after the first runs under
     ``torch.cuda.set_sync_debug_mode("warn")``, and each call that makes the host wait for the
     device there is recorded in the loop (``Loop.step_syncs``: the code location of the call and
-    how often), so that results.json names a sync a step should not make.
+    how often), so that results.json names a sync a step should not make. The loop also records
+    the most GPU memory its calls allocated (``torch.cuda.max_memory_allocated`` between the
+    clock's start and ``finish``: ``Loop.peak_gpu_bytes``).
 
     Args:
         node: the loop's record.
         sync: waits for the device (a no-op on the CPU), so that a step's queued device work
             counts as the step's and not as the sync point's.
-        watch_syncs: record the synchronising calls of the steps after the first.
+        on_cuda: the loop runs on the current CUDA device: watch its steps for synchronising
+            calls and record its peak memory.
     """
 
-    def __init__(self, node: Loop, sync: Callable[[], None], watch_syncs: bool = False) -> None:
-        self.node, self._sync, self.watch_syncs = node, sync, watch_syncs
+    def __init__(self, node: Loop, sync: Callable[[], None], on_cuda: bool = False) -> None:
+        self.node, self._sync, self.on_cuda = node, sync, on_cuda
+        if on_cuda:
+            torch.cuda.reset_peak_memory_stats()
         sync()
         self.t0 = self._start = time.perf_counter()
         self._computed: float | None = None
@@ -223,8 +231,8 @@ class StepClock:
     @contextmanager
     def step(self) -> Iterator[None]:
         """The block is a step's own work: watched for synchronising calls after the first
-        step when ``watch_syncs`` (see the class doc), else run as it is."""
-        if not self.watch_syncs or self.run == 0:
+        step on CUDA (see the class doc), else run as it is."""
+        if not self.on_cuda or self.run == 0:
             yield
             return
         before = torch.cuda.get_sync_debug_mode()
@@ -281,6 +289,10 @@ class StepClock:
         when an iteration raised before its end)."""
         self._sync()
         now = time.perf_counter()
+        if self.on_cuda:
+            self.node.peak_gpu_bytes = max(
+                self.node.peak_gpu_bytes, torch.cuda.max_memory_allocated()
+            )
         self.node.add(
             self.run if run is None else run,
             now - self.t0,
