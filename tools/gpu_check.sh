@@ -23,7 +23,7 @@
 #   SYNTH [0]: 1 writes random data in every format a full config reads (tools/synth_data.py:
 #       MNIST, CIFAR-10/100, SVHN, the ILSVRC2012 folders, the dSprites archive, the bAbI folds)
 #       under OUT/data when DATA_ROOT is unset, and kept there for the next check. Times are
-#       rough: ImageNet is 2 + 1 small JPEGs per class (cheaper to decode than the real ones).
+#       rough: ImageNet is 2 + 1 JPEGs per class at its commonest size, 500 x 375.
 #   DDP_PAPERS [the papers whose gpu_check says torchrun: ResNet's nets shared out over the GPUs,
 #       one per process (`--set data_parallel=true`: its batch split over them instead), the
 #       Perceiver's ImageNet training, the disentanglement study's grid over ranks]: the papers
