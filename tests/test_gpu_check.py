@@ -271,6 +271,7 @@ def test_no_process_of_a_paper_outlives_it(tmp_path: Path) -> None:
     proc = _check(tmp_path, PAPERS="coordconv", FAKE_ORPHAN=str(pid_file))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     pid = int(pid_file.read_text())
+    assert "environ" not in proc.stderr  # processes that end while they are scanned: no noise
     assert (
         f"gpu-check: coordconv left 1 process(es) running after it ended; killed: {pid}"
         in proc.stdout

@@ -129,7 +129,7 @@ outlived() {
     pid=${env_file#/proc/}
     pid=${pid%/environ}
     [[ $pid == "$$" ]] && continue
-    tr '\0' '\n' <"$env_file" 2>/dev/null | grep -qxF "GPU_CHECK_TAG=$1" && printf '%s ' "$pid"
+    tr '\0' '\n' 2>/dev/null <"$env_file" | grep -qxF "GPU_CHECK_TAG=$1" && printf '%s ' "$pid"
   done
 }
 

@@ -36,7 +36,6 @@ log=$REPORT/gpu-check.txt
 {
   date -u
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  python3 -c "import sys, torch, numpy, sklearn; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device', 'numpy', numpy.__version__, 'scikit-learn', sklearn.__version__)"
   echo "cpus $(nproc)"
 } >"$log" 2>&1
 bin=$(mktemp -d)
@@ -50,6 +49,8 @@ if [[ -n ${WHEELS:-} ]]; then
     || { echo "gpu-check-offline: make install from the wheelhouse $WHEELS failed (see $log)" >&2; exit 2; }
   py=$PWD/.venv/bin/python
 fi
+"$py" -c "import sys, torch, numpy, sklearn; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device', 'numpy', numpy.__version__, 'scikit-learn', sklearn.__version__)" >>"$log" 2>/dev/null \
+  || echo "versions: not all of torch, numpy, scikit-learn import (the preflight and the import check say which)" >>"$log"
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 check_out=${CHECK_OUT:-runs/gpu-check}  # not $OUT: a remote runner may use that name for REPORT
 # the preflight: one line each, the first failure ends the check (its line on stderr and in the log)
