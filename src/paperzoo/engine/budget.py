@@ -71,6 +71,10 @@ class Loop:
     sync_checked: int = 0  # steps run so watched
     step_syncs: dict[str, int] = field(default_factory=dict)
     peak_gpu_bytes: int = 0  # on CUDA: the most memory allocated while one of its calls ran
+    # the host's wait for its steps' batches (from the source, a loader), timed apart from the
+    # steps: seconds over ``batches`` batches (the first step's included)
+    batch_seconds: float = 0.0
+    batches: int = 0
     # repeat loops: each repetition's cost (own time + its capped loops' estimates), in order
     costs: list[float | None] = field(default_factory=list)
     children: list[Loop] = field(default_factory=list)
@@ -177,6 +181,8 @@ class Loop:
             d["step_syncs"] = dict(self.step_syncs)
         if self.peak_gpu_bytes:
             d["peak_gpu_memory_gib"] = round(self.peak_gpu_bytes / 2**30, 3)
+        if self.batches:
+            d["batch_wait_seconds"] = round(self.batch_seconds / self.batches, 6)
         if self.children:
             d["children"] = [c.to_dict() for c in self.children]
         return d
@@ -250,6 +256,15 @@ class StepClock:
                 self.node.step_syncs[where] = self.node.step_syncs.get(where, 0) + 1
             else:  # any other warning: as it would have been shown
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    def next_batch(self, batches: Iterator[Any]) -> Any:
+        """``next(batches)``, its wait recorded in the loop (``Loop.batch_seconds``); it stays
+        part of the step's time too."""
+        start = time.perf_counter()
+        batch = next(batches)
+        self.node.batch_seconds += time.perf_counter() - start
+        self.node.batches += 1
+        return batch
 
     def computed(self) -> None:
         """The step's computation ended; its sync point begins."""

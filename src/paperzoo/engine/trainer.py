@@ -713,11 +713,12 @@ class Trainer:
             clock = step_budget.StepClock(self._timing, self._sync, self.device.type == "cuda")
         apart = clock.apart if clock is not None else nullcontext
         in_clock_step = clock.step if clock is not None else nullcontext
+        fetch = clock.next_batch if clock is not None else next  # the batch's wait timed apart
         in_step = diverged = 0
         try:
             while self.step < cfg.steps:
                 with in_clock_step():
-                    batch = _to_device(next(batches), self.device, cfg.channels_last)
+                    batch = _to_device(fetch(batches), self.device, cfg.channels_last)
                     in_step = 1
                     try:
                         metrics = self._one_step(batch)
