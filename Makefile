@@ -3,24 +3,57 @@
 #   make test                 # venv + deps + lint + the test suite
 #   make docs                 # the API reference from the docstrings, into build/api/
 # torch is installed first, pinned, so that no multi-GB CUDA build is pulled on CPU machines.
+#
+# A machine with no package index (a GPU box with no internet): on a machine that has one,
+#   make wheelhouse TORCH_VERSION=2.13.0+cu126 TORCH_INDEX=https://download.pytorch.org/whl/cu126
+# writes every wheel the box needs into WHEELS (torch of that CUDA build and its own
+# dependencies, paperzoo's wheel and its dependencies with the repro and test extras, pip,
+# setuptools and wheel for the editable install; WHEEL_PYTHON=3.11 WHEEL_PLATFORM=
+# manylinux_2_28_x86_64 when the box's Python or platform differ from this one's). Copy the
+# folder with the tree: `make install` (and `make gpu-check`) then install from it alone, with
+# pip --no-index --find-links, whenever it holds wheels (OFFLINE=1 insists on it, OFFLINE=0 uses
+# the index).
 PY ?= python3
 TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?=
+PYPI ?= https://pypi.org/simple
+WHEELS ?= wheelhouse
+WHEEL_PYTHON ?=
+WHEEL_PLATFORM ?=
+OFFLINE ?= $(if $(wildcard $(WHEELS)/*.whl),1,0)
+PIP_SOURCE := $(if $(filter 1,$(OFFLINE)),--no-index --find-links $(abspath $(WHEELS)))
 VENV ?= .venv
 BIN := $(VENV)/bin
 PAPER ?= coordconv
 SCALE ?= quick
 ARGS ?=
 
-.PHONY: install reproduce test lint docs bench clean summary screenshot gpu-check
+.PHONY: install wheelhouse reproduce test lint docs bench clean summary screenshot gpu-check
 
 $(BIN)/.installed: pyproject.toml
+	@[ "$(OFFLINE)" != 1 ] || ls $(WHEELS)/*.whl >/dev/null 2>&1 || { \
+		echo "make: OFFLINE=1 but $(WHEELS) holds no wheels (make wheelhouse on a machine with an index)" >&2; exit 2; }
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install -q -e '.[repro,test]'
+	$(BIN)/python -m pip install -q $(PIP_SOURCE) --upgrade pip
+	$(BIN)/python -m pip install -q $(PIP_SOURCE) torch==$(TORCH_VERSION)
+	$(BIN)/python -m pip install -q $(PIP_SOURCE) -e '.[repro,test]'
 	touch $@
 
 install: $(BIN)/.installed
+
+# every wheel `make install` needs, into WHEELS (see the top of this file); one resolution, so
+# that paperzoo's `torch>=...` is met by the pinned build and no second torch is fetched
+WHEEL_TARGET := $(if $(WHEEL_PYTHON)$(WHEEL_PLATFORM),--only-binary=:all:) \
+	$(if $(WHEEL_PYTHON),--python-version $(WHEEL_PYTHON)) $(if $(WHEEL_PLATFORM),--platform $(WHEEL_PLATFORM))
+wheelhouse:
+	mkdir -p $(WHEELS)
+	rm -f $(WHEELS)/paperzoo-*.whl
+	$(PY) -m pip wheel -q --no-deps -w $(WHEELS) .
+	$(PY) -m pip download -q -d $(WHEELS) $(WHEEL_TARGET) \
+		$(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) --extra-index-url $(PYPI)) \
+		torch==$(TORCH_VERSION) pip 'setuptools>=77' wheel \
+		"paperzoo[repro,test] @ file://$$(ls $(abspath $(WHEELS))/paperzoo-*.whl)"
+	@echo "wheelhouse: $$(ls $(WHEELS)/*.whl | wc -l) wheels in $(WHEELS) ($$(du -sh $(WHEELS) | cut -f1))"
 
 reproduce: install
 	$(BIN)/paperzoo reproduce $(PAPER) --scale $(SCALE) $(ARGS)

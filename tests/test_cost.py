@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -12,7 +13,14 @@ import torch
 from torch import nn
 
 from paperzoo.cli import main
-from paperzoo.cost import cached_costs, config_digest, full_cost, hook_seconds, paper_cost
+from paperzoo.cost import (
+    cached_costs,
+    config_digest,
+    full_cost,
+    gpu_check_limit,
+    hook_seconds,
+    paper_cost,
+)
 from paperzoo.experiments import EXPERIMENTS
 from paperzoo.utils.work import (
     BOUNDS,
@@ -301,12 +309,17 @@ def test_a_copied_paper_is_listed_priced_and_in_the_gpu_check(gat_copy):
 
     plan = {name: (limit, torchrun) for name, limit, torchrun, _ in _gpu_check_plan()}
     assert sorted(plan) == EXPERIMENTS.names()
-    assert plan["gat-twin"] == plan["gat"] == (EXPERIMENTS.create("gat").gpu_check.seconds, False)
+    assert plan["gat"] == (gpu_check_limit("gat")["seconds"], False)
+    # no stored count: its limit is its stated figures alone (its steps are not counted)
+    stated = EXPERIMENTS.create("gat").gpu_check
+    assert plan["gat-twin"] == (math.ceil(stated.plumbing_s + 1.5 * stated.setup_s), False)
+    assert "no stored count" in gpu_check_limit("gat-twin")["basis"]
     cls = type(EXPERIMENTS.create("gat-twin"))
-    del cls.gpu_check  # a paper that states no limit
+    del cls.gpu_check  # a paper that states nothing: the default figures
     default = Experiment.gpu_check
     plan = {name: limit for name, limit, _, _ in _gpu_check_plan()}
-    assert plan["gat-twin"] == default.seconds == 35
+    assert (default.plumbing_s, default.setup_s) == (20, 15)
+    assert plan["gat-twin"] == math.ceil(20 + 1.5 * 15)
 
 
 def test_a_full_max_steps_run_prints_its_measure_beside_the_price():

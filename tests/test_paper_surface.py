@@ -91,6 +91,8 @@ SURFACE = {
             "default_dataset": "(self, scale: 'str') -> 'str | None'",
             "full_cost": "(self, cfg: 'Any', plan: 'list[tuple[str, int]]') -> 'tuple[list[Any], str] | None'",
             "has_grid": "property",
+            "loader_shared_memory": "(self, cfg: 'Any', ranks: 'int' = 1) -> 'int'",
+            "loader_workers": "(self, cfg: 'Any') -> 'int'",
             "merge": "(self, results: 'list[dict[str, Any]]', ctx: 'RunContext') -> 'Outcome'",
             "part_prefix": "(self, ctx: 'RunContext') -> 'str | tuple[str, ...] | None'",
             "plan": "(self, cfg: 'Any', ctx: 'RunContext') -> 'list[tuple[str, int]]'",

@@ -23,7 +23,7 @@
 #   SYNTH [0]: 1 writes random data in every format a full config reads (tools/synth_data.py:
 #       MNIST, CIFAR-10/100, SVHN, the ILSVRC2012 folders, the dSprites archive, the bAbI folds)
 #       under OUT/data when DATA_ROOT is unset, and kept there for the next check. Times are
-#       rough: ImageNet is 2 + 1 small JPEGs per class (cheaper to decode than the real ones).
+#       rough: ImageNet is 2 + 1 JPEGs per class at its commonest size, 500 x 375.
 #   DDP_PAPERS [the papers whose gpu_check says torchrun: ResNet's nets shared out over the GPUs,
 #       one per process (`--set data_parallel=true`: its batch split over them instead), the
 #       Perceiver's ImageNet training, the disentanglement study's grid over ranks]: the papers
@@ -33,31 +33,39 @@
 #   NPROC [torch.cuda.device_count() on CUDA, which honours CUDA_VISIBLE_DEVICES; 1 on CPU]
 #   TIMEOUT [each paper's own limit on CUDA, 900 s on CPU]: the most one paper may take; when
 #       set, every paper gets it.
-#   BUDGET [360 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
+#   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
 #       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
-#       does not start and fails. On one GPU the check ends within 6 minutes, so that a rerun
-#       fits in a 15-minute lease.
+#       does not start and fails. On one GPU the ten papers' derived limits and the synthetic
+#       data fit in these 8 minutes, the costliest papers first.
+#   KILL_GRACE [45]: seconds between a paper's SIGTERM at its limit and SIGKILL; above
+#       torchrun's own 30 s, so that torchrun can stop its ranks first. After each paper every
+#       process it started that still runs (a rank or loader worker that left its process group
+#       included: found by a tag in its environment, GPU_CHECK_TAG) is killed and named in its
+#       log, so that no rank holds the GPU into the next paper.
 #   PLAN [none]: a file holding tools/gpu_check_plan.py's output, read instead of running it
 #       (the papers and their limits, for checks run many times in a row).
 #   OUT [runs/gpu-check]  THREADS [1 on CPU, torch's default on CUDA]
 #   BIN [.venv/bin]: where python and paperzoo live.
 # Exit status: 0 when every paper listed ran, 1 otherwise (2: the check could not start).
 #
-# Each paper's limit on CUDA is its `gpu_check` (paperzoo.experiments.base.GpuCheck; a paper that
-# states none gets the default), the sum of two figures:
+# Each paper's limit on CUDA is derived (paperzoo.cost.gpu_check_limit, listed with its
+# derivation by tools/gpu_check_plan.py STEPS) from its `gpu_check` (paperzoo.experiments.base.
+# GpuCheck; a paper that states none gets the default) and its counted price:
+#   limit = ceil(plumbing_s + 1.5 x (setup_s + steps_s + loader_s))
 #   plumbing_s: the start-up, imports, run directory, report and torchrun launch a GPU run pays
 #       too: half the paper's wall seconds in this script's CPU plumbing mode
 #       (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`),
-#       measured once on a 2-core host whose both cores ran other jobs (a GPU host's idle cores
-#       start the same work in about half that).
-#   gpu_s, stated (not measured; no GPU run of the check yet): what the full config's 2-step run
-#       adds on one GPU: CUDA start, reading the full data, building the full models, 2 steps of
-#       each loop (the first with cuDNN's algorithm search) and the evaluation cut to 2 batches;
-#       its `reason` says what.
-# The ten papers' limits add up to 267 s, leaving 93 s of the 360-s BUDGET for the synthetic
-# data (kept under OUT/data for a rerun) and one more paper at the default limit. The summary
-# prints each paper's limit beside its wall time: a paper near its limit is the place to measure
-# again (set plumbing_s from this script's CPU wall time, gpu_s from the GPU's).
+#       measured once on a 2-core host whose both cores ran other jobs.
+#   setup_s, stated (no GPU run of the check yet): CUDA start, reading the full data, building
+#       the full models, cuDNN's search, the evaluation cut to 2 batches; its `reason` says what.
+#   steps_s, counted: STEPS steps of every planned loop at the priced time of one of the full
+#       run's steps (`paperzoo list --json`: gpu_hours x 3600 / steps; the longest of its FLOP,
+#       launch, host and loader time), e.g. the Perceiver's 2 x 3 x 1.9 s.
+#   loader_s, counted: each loop's loader warm-up, its first batch decoded by one worker alone
+#       (the workers x the count's loader seconds per step; the Perceiver's 3 x 16 x 0.52 s).
+#   1.5: the margin for a slower host or GPU and first steps slower than steady ones.
+# The summary prints each paper's limit beside its wall time: a paper near its limit is the
+# place to measure again (plumbing_s from this script's CPU wall time, setup_s from the GPU's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 check_start=$(date +%s)
@@ -71,7 +79,7 @@ SYNTH=${SYNTH:-0}
 DATA_ROOT=${DATA_ROOT:-}
 if [[ $DEVICE == cuda* ]]; then
   TIMEOUT=${TIMEOUT:-}  # empty: each paper's own limit (its gpu_check)
-  BUDGET=${BUDGET:-360}
+  BUDGET=${BUDGET:-480}
 else
   TIMEOUT=${TIMEOUT:-900}
   BUDGET=${BUDGET:-0}
@@ -81,7 +89,8 @@ fi
 if [[ -n ${PLAN:-} ]]; then
   plan=$(<"$PLAN") || { echo "gpu-check: cannot read PLAN $PLAN" >&2; exit 2; }
 else
-  plan=$("$BIN/python" tools/gpu_check_plan.py) || exit 2
+  [[ $STEPS =~ ^[0-9]+$ ]] || { echo "gpu-check: STEPS must be a whole number, got '$STEPS'" >&2; exit 2; }
+  plan=$("$BIN/python" tools/gpu_check_plan.py "$STEPS") || exit 2
 fi
 PAPERS=${PAPERS:-$(cut -f1 <<<"$plan" | tr '\n' ' ')}
 DDP_PAPERS=${DDP_PAPERS:-$(awk -F'\t' '$3 == 1 { printf "%s ", $1 }' <<<"$plan")}
@@ -108,6 +117,21 @@ for v in STEPS TIMEOUT BUDGET NPROC; do
 done
 [[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
 [[ -n ${PAPERS// /} ]] || { echo "gpu-check: PAPERS is empty" >&2; exit 2; }
+
+KILL_GRACE=${KILL_GRACE:-45}
+[[ $KILL_GRACE =~ ^[0-9]+$ && $KILL_GRACE -gt 30 ]] \
+  || { echo "gpu-check: KILL_GRACE must be a whole number of seconds above torchrun's 30, got '$KILL_GRACE'" >&2; exit 2; }
+
+# the processes (pids) still running whose environment holds GPU_CHECK_TAG=$1
+outlived() {
+  local env_file pid
+  for env_file in /proc/[0-9]*/environ; do
+    pid=${env_file#/proc/}
+    pid=${pid%/environ}
+    [[ $pid == "$$" ]] && continue
+    tr '\0' '\n' 2>/dev/null <"$env_file" | grep -qxF "GPU_CHECK_TAG=$1" && printf '%s ' "$pid"
+  done
+}
 
 # the paper's limit: TIMEOUT when set, else its own (the plan's second column)
 limit_of() {
@@ -151,14 +175,24 @@ for p in $PAPERS; do
   rm -rf "${OUT:?}/$p"
   echo "gpu-check: $p ($mode, up to ${limit}s$([[ $limit -lt $own ]] && echo " of its ${own}s")): ${cmd[*]}"
   start=$(date +%s)
-  # the largest host memory (max RSS) of the run's processes, measured around `timeout`
-  "$BIN/python" -c 'import resource, subprocess, sys
+  # the largest host memory (max RSS) of the run's processes, measured around `timeout`; at its
+  # limit the paper gets SIGTERM, then KILL_GRACE s (longer than torchrun's own 30 s for its
+  # ranks) before SIGKILL
+  tag="$$-$p-$start"
+  GPU_CHECK_TAG=$tag "$BIN/python" -c 'import resource, subprocess, sys
 rc = subprocess.call(sys.argv[2:])
 kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 open(sys.argv[1], "w").write(f"{kib / 2**20:.1f}\n")
-sys.exit(rc)' "$OUT/$p.rss" timeout --kill-after=15 "$limit" "${cmd[@]}" >"$OUT/$p.log" 2>&1
+sys.exit(rc)' "$OUT/$p.rss" timeout --kill-after="$KILL_GRACE" "$limit" "${cmd[@]}" >"$OUT/$p.log" 2>&1
   rc=$?
   wall=$(( $(date +%s) - start ))
+  # no process of this paper outlives it (a rank or loader worker in a session of its own
+  # included): every process whose environment carries its tag is killed
+  left=$(outlived "$tag")
+  if [[ -n $left ]]; then
+    kill -KILL $left 2>/dev/null
+    echo "gpu-check: $p left $(wc -w <<<"$left") process(es) running after it ended; killed: $left" | tee -a "$OUT/$p.log"
+  fi
   # torchrun exits 1 whatever its ranks did: a rank's exit 2 (e.g. the data refusal) is in its log
   if [[ $rc -eq 1 && $mode != single ]] && grep -q 'exitcode: 2)' "$OUT/$p.log"; then rc=2; fi
   # the line that says why: paperzoo's one-line error, else the last exception, else the last line
@@ -176,6 +210,11 @@ from pathlib import Path
 
 status, out, device, scale, steps, data_root, synth, check_start = sys.argv[1:]
 
+def loops(nodes):
+    for n in nodes:
+        yield n
+        yield from loops(n.get("children", []))
+
 def hms(s):
     s = round(s)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
@@ -186,8 +225,14 @@ for line in Path(status).read_text().splitlines():
     res, est, note = Path(out) / paper / "results.json", "—", ""
     rss_file = Path(out) / f"{paper}.rss"
     rss = rss_file.read_text().strip() if rss_file.is_file() and rc != "budget" else "—"
+    peak, syncs = "—", "—"
     if rc == "0" and res.is_file():
         d = json.loads(res.read_text())
+        every = list(loops((d.get("estimate") or {}).get("loops", [])))
+        if any("peak_gpu_memory_gib" in n for n in every):
+            peak = f"{max(n.get('peak_gpu_memory_gib', 0) for n in every):.1f}"
+        if any("step_syncs" in n for n in every):  # on CUDA: the syncs inside the steps
+            syncs = str(sum(sum(n.get("step_syncs", {}).values()) for n in every))
         e = d.get("estimate_seconds")
         diverged = sorted({w for c in d.get("claims", []) for w in (c.get("why_not_measured") or [])
                            if "diverged" in w})
@@ -208,15 +253,16 @@ for line in Path(status).read_text().splitlines():
         state, note, failed = "FAILED (timed out)", f"after {wall} s", failed + 1
     else:
         state, note, failed = f"FAILED ({rc})", last.removeprefix("paperzoo: error: "), failed + 1
-    rows.append((paper, mode, state, limit, wall, rss, est, note))
+    rows.append((paper, mode, state, limit, wall, rss, peak, syncs, est, note))
 
 print()
 print(f"gpu-check: --scale {scale} --max-steps {steps} --device {device}, data root {data_root}"
       + (" (synthetic data: times rough, verdicts meaningless)" if synth == "1" and data_root != "none" else ""))
-heads = ("paper", "mode", "status", "limit s", "wall s", "max RSS GiB", "estimate h:mm:ss", "note")
-widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(7)]
+heads = ("paper", "mode", "status", "limit s", "wall s", "max RSS GiB", "peak GPU GiB",
+         "step syncs", "estimate h:mm:ss", "note")
+widths = [max(len(str(r[i])) for r in [heads, *rows]) for i in range(9)]
 for r in [heads, *rows]:
-    print("  ".join(str(v).ljust(w) for v, w in zip(r[:7], widths)) + "  " + str(r[7]))
+    print("  ".join(str(v).ljust(w) for v, w in zip(r[:9], widths)) + "  " + str(r[9]))
 print(f"sum of the estimates that ran: {hms(total)} ({total / 3600:.1f} h)")
 print(f"the whole check: {hms(time.time() - int(check_start))}; "
       + (f"{failed} of {len(rows)} papers FAILED" if failed else f"all {len(rows)} papers ran"))

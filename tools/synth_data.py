@@ -14,8 +14,9 @@ loader expects under ``--data-root DIR``:
 * ``svhn``: DIR/svhn/{train,test}_32x32.mat (73,257 / 26,032; ``X`` (32, 32, 3, N) uint8, ``y``
   (N, 1) in 1..10), MATLAB files written by SciPy;
 * ``imagenet``: DIR/imagenet/{train,val}/<wnid>/*.JPEG, 1,000 class folders named like WordNet
-  ids (``n00000000``...) with 2 training and 1 validation JPEG each (80 x 64 pixels; the real
-  set has 1,281,167 / 50,000 images of about 400 x 350: a step's decoding is cheaper here), and
+  ids (``n00000000``...) with 2 training and 1 validation JPEG each at ImageNet's size (500 x
+  375 pixels, ``IMAGENET_JPEG_SIZE``: smooth random colours, so a step decodes, crops and resizes
+  images as large as the real set's 1,281,167 / 50,000), and
   DIR/imagenet/declared_sizes.json declaring the real counts, so that a run plans the paper's
   epochs of 1,281,167 images (``paperzoo.data.declared``; the batches cycle over the files);
 * ``dsprites``: DIR/dsprites/dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz, the archive's keys
@@ -131,6 +132,11 @@ def write_svhn(root: Path, rng: np.random.Generator, small: bool = False) -> boo
     return True
 
 
+# (width, height) of the synthetic ImageNet JPEGs: ILSVRC2012's commonest size (its images
+# average about 470 x 390), so that decoding, cropping and resizing cost what they cost there
+IMAGENET_JPEG_SIZE = (500, 375)
+
+
 def write_imagenet(root: Path, rng: np.random.Generator, small: bool = False) -> bool:
     from PIL import Image
 
@@ -149,7 +155,7 @@ def write_imagenet(root: Path, rng: np.random.Generator, small: bool = False) ->
             for i in range(per_class):
                 # smooth random colours (noise upsampled), JPEG as released
                 small_img = rng.integers(0, 256, (8, 10, 3), np.uint8)
-                img = Image.fromarray(small_img).resize((80, 64), Image.BILINEAR)
+                img = Image.fromarray(small_img).resize(IMAGENET_JPEG_SIZE, Image.BILINEAR)
                 img.save(d / split / c / f"{c}_{split}_{i}.JPEG", quality=85)
     declare_sizes(d, "ILSVRC2012", sizes)  # the paper's epochs: 1,281,167 images each
     return True

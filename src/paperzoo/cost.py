@@ -72,11 +72,17 @@ __all__ = [
     "cached_costs",
     "config_digest",
     "full_cost",
+    "gpu_check_limit",
     "hook_seconds",
     "paper_cost",
 ]
 
 GPU = "one H100 / H200-class GPU"
+# The margin on what a paper's make gpu-check run is derived to take on one GPU: for a host or
+# GPU slower than the price assumes (its FLOP at 40% of peak, launches at 5 us), first steps
+# slower than steady ones (lazy CUDA module loading, the caching allocator's first allocations)
+# and a loader worker slower than this CPU.
+GPU_CHECK_MARGIN = 1.5
 
 
 COSTS_FILE = Path(__file__).with_name("full_costs.json")
@@ -246,3 +252,62 @@ def paper_cost(name: str, path: Path = COSTS_FILE) -> dict[str, Any] | None:
         return full_cost(name) | {"stored": False}
     except KeyError:
         return None
+
+
+def gpu_check_limit(name: str, steps: int = 2, path: Path = COSTS_FILE) -> dict[str, Any]:
+    """Paper ``name``'s limit in ``make gpu-check`` (its full config, ``steps`` steps per loop,
+    on one GPU), derived from its ``Experiment.gpu_check`` and its stored count:
+
+    ``seconds = ceil(plumbing_s + GPU_CHECK_MARGIN * (setup_s + steps_s + loader_s))``, where
+
+    * ``plumbing_s`` (measured) and ``setup_s`` (stated) are the paper's ``gpu_check``;
+    * ``steps_s`` is ``steps`` steps of every planned loop (a capped run trains at most all of
+      them) at the priced seconds of one of the full run's steps: ``gpu_hours * 3600 / steps``
+      of its count, the longest of its FLOP, launch, host and loader time per step, averaged
+      over the run (evaluation included, so slightly over);
+    * ``loader_s`` is each planned loop's loader warm-up: its first batch comes from one worker
+      that decodes all of it, ``Experiment.loader_workers`` times the count's loader seconds per
+      step (which the workers share).
+
+    Args:
+        name: a registered paper.
+        steps: the check's steps per loop (tools/gpu_check.sh's STEPS).
+        path: the stored counts (``tools/count_costs.py``); a paper without one gets
+            ``steps_s = loader_s = 0`` and says so in ``basis``.
+
+    Returns:
+        ``seconds`` (the limit), ``plumbing_s``, ``setup_s``, ``steps_s``, ``loader_s``,
+        ``margin``, ``loops`` (the planned loops) and ``basis``, the derivation in words.
+    """
+    from paperzoo.experiments.runner import get_experiment
+
+    exp = get_experiment(name)
+    check = exp.gpu_check
+    cfg, plan = _full_plan(name)
+    loops = len(plan)
+    entry = cached_costs(path).get(name)
+    if entry is not None and entry["steps"] > 0:
+        per_step = entry["gpu_hours"] * 3600 / entry["steps"]
+        loader_per_step = sum(p["loader_seconds"] for p in entry["parts"]) / entry["steps"]
+        counted = f"{per_step * 1e3:,.1f} ms a step"
+    else:
+        per_step = loader_per_step = 0.0
+        counted = "no stored count (steps and loader not counted)"
+    steps_s = steps * loops * per_step
+    loader_s = loops * exp.loader_workers(cfg) * loader_per_step
+    work = check.setup_s + steps_s + loader_s
+    seconds = math.ceil(check.plumbing_s + GPU_CHECK_MARGIN * work)
+    return {
+        "seconds": seconds,
+        "plumbing_s": check.plumbing_s,
+        "setup_s": check.setup_s,
+        "steps_s": steps_s,
+        "loader_s": loader_s,
+        "margin": GPU_CHECK_MARGIN,
+        "loops": loops,
+        "basis": (
+            f"{check.plumbing_s} s plumbing + {GPU_CHECK_MARGIN:g} x (setup {check.setup_s} s: "
+            f"{check.reason}; {steps} steps of {loops} loop(s) at {counted}: {steps_s:.1f} s; "
+            f"loader warm-up {loader_s:.1f} s)"
+        ),
+    }

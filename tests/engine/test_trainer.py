@@ -287,3 +287,30 @@ def test_a_checkpoint_of_per_step_window_values_still_resumes(tmp_path):
     save_state(tmp_path / "old" / "checkpoints", 4, state)
     again = Trainer(*_model_and_opt(), _loss, config=_cfg(5), out_dir=tmp_path / "old")
     assert again.fit(data, resume=True).records == ref.records
+
+
+def test_under_a_step_budget_the_batch_wait_is_timed_apart() -> None:
+    """A capped run records how long the host waited for each step's batch (a loader's delay
+    shows there, not only inside the step's time)."""
+    import time
+
+    from paperzoo.engine import budget
+
+    def slow(step: int, g: torch.Generator) -> tuple[torch.Tensor, ...]:
+        time.sleep(0.02)
+        return (torch.zeros(4, 3),)
+
+    model = nn.Linear(3, 1)
+    trainer = Trainer(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        lambda m, b: m(b[0]).pow(2).mean(),
+        config=TrainConfig(steps=50, batch_size=4, progress=False),
+    )
+    b = budget.StepBudget(3)
+    with budget.capped(b):
+        trainer.fit(slow)
+    (loop,) = b.root.children
+    assert loop.batches == 3 and loop.batch_seconds >= 3 * 0.02
+    assert loop.to_dict()["batch_wait_seconds"] >= 0.02
+    assert loop.batch_seconds <= loop.seconds  # part of the steps' time as well

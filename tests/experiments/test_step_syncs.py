@@ -12,6 +12,10 @@ experiment keeps on its device is put on the meta device, and ``recording_syncs`
   tensor to the host raises);
 * every ``Tensor.to`` that moves a tensor to another device without ``non_blocking=True``: on
   CUDA, from ordinary host memory, a copy the host waits for behind the queued kernels;
+* every ``non_blocking`` copy from host memory that is not pinned: on CUDA such a copy is made
+  synchronously all the same (the meta device stands for CUDA here: ``to_device`` pins what it
+  sends there, with ``pin_memory`` and ``is_pinned`` answered by the recorder, as this host has
+  no pinned memory);
 * every index of a device tensor by a host tensor (``x[idx]``), which PyTorch copies to the
   device that way.
 
@@ -30,6 +34,7 @@ import pytest
 import torch
 from torch import Tensor
 
+from paperzoo.engine import transfer
 from paperzoo.engine.transfer import to_device
 
 META = torch.device("meta")
@@ -55,7 +60,9 @@ def _non_blocking(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 def recording_syncs() -> Iterator[list[str]]:
     """Record the device reads and blocking copies made inside the block (see the module)."""
     events: list[str] = []
-    saved = {name: getattr(torch.Tensor, name) for name in (*_READS, "to", "__getitem__")}
+    names = (*_READS, "to", "__getitem__", "pin_memory", "is_pinned")
+    saved = {name: getattr(torch.Tensor, name) for name in names}
+    pinned: list[Tensor] = []  # the host tensors "pinned" in the block (kept: ids stay unique)
 
     def reader(name: str) -> Any:
         original = saved[name]
@@ -80,19 +87,35 @@ def recording_syncs() -> Iterator[list[str]]:
             events.append(f"host index into a {self.device.type} tensor")
         return saved["__getitem__"](self, index)
 
+    def is_pinned(self: Tensor) -> bool:
+        return any(t is self for t in pinned)
+
+    def pin_memory(self: Tensor) -> Tensor:
+        copy = self.clone()
+        pinned.append(copy)
+        return copy
+
     def to(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         dev = _target(args, kwargs)
-        if dev is not None and dev.type != self.device.type and not _non_blocking(args, kwargs):
-            events.append(f"blocking copy {self.device.type} -> {dev.type}")
+        if dev is not None and dev.type != self.device.type:
+            if not _non_blocking(args, kwargs):
+                events.append(f"blocking copy {self.device.type} -> {dev.type}")
+            elif self.device.type == "cpu" and not is_pinned(self):
+                events.append(f"unpinned copy cpu -> {dev.type}")
         return saved["to"](self, *args, **kwargs)
 
     for name in _READS:
         setattr(torch.Tensor, name, reader(name))
     torch.Tensor.to = to  # type: ignore[method-assign]
     torch.Tensor.__getitem__ = getitem  # type: ignore[method-assign]
+    torch.Tensor.pin_memory = pin_memory  # type: ignore[method-assign]
+    torch.Tensor.is_pinned = is_pinned  # type: ignore[method-assign]
+    devices = transfer.PINNED_COPY_DEVICES
+    transfer.PINNED_COPY_DEVICES = devices | {"meta"}  # meta stands for CUDA
     try:
         yield events
     finally:
+        transfer.PINNED_COPY_DEVICES = devices
         for name, fn in saved.items():
             setattr(torch.Tensor, name, fn)
 
@@ -102,12 +125,15 @@ def test_the_recorder_sees_a_blocking_copy_and_a_read() -> None:
     with recording_syncs() as events:
         y = x.to(META)
         x.to(META, non_blocking=True)
+        x.pin_memory().to(META, non_blocking=True)
+        to_device(x, META)  # pins first
         x.to(torch.float64)  # no device: no copy between devices
         float(y.sum())
         y[torch.tensor([0, 2])]
         y[torch.tensor([0, 2], device=META)]
     assert events == [
         "blocking copy cpu -> meta",
+        "unpinned copy cpu -> meta",
         "__float__ of a meta tensor",
         "host index into a meta tensor",
     ]
@@ -151,6 +177,115 @@ def test_to_device_pins_host_memory_and_copies_to_cuda_without_blocking(monkeypa
     pinned["state"] = True  # a loader's pinned batch: copied as it is
     to_device(x, "cuda:1")
     assert calls == [("to", ((torch.device("cuda:1"), None), {"non_blocking": True}))]
+
+
+# -- the Trainer's batches -------------------------------------------------------------------------
+
+
+def _trainer(steps: int = 2, device: str = "cpu") -> Any:
+    from paperzoo.engine.trainer import TrainConfig, Trainer
+
+    model = torch.nn.Linear(3, 1)
+    return Trainer(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        lambda m, b: m(b[0]).pow(2).mean(),
+        config=TrainConfig(steps=steps, batch_size=4, progress=False),
+        device=device,
+    )
+
+
+def test_the_trainer_gathers_data_that_live_on_the_device_there() -> None:
+    """Data tensors on the device: the step's indices go there without blocking and the batch
+    is gathered there (before: a host index into device memory every step)."""
+    trainer = _trainer()
+    x, y = torch.arange(30.0).view(10, 3), torch.arange(10.0)
+    with recording_syncs() as events:
+        xb, yb = next(trainer._batches((x.to(META, non_blocking=True), y)))  # a mixed pair
+    assert events == ["unpinned copy cpu -> meta"]  # the test's own copy of x, nothing else
+    assert (xb.device, xb.shape, yb.device) == (META, (4, 3), torch.device("cpu"))
+    # on the CPU the same batch as before
+    xc, yc = next(_trainer()._batches((x, y)))
+    idx = yc.long()
+    assert torch.equal(xc, x[idx]) and len(set(idx.tolist())) == 4
+
+
+def test_the_trainers_host_batches_reach_the_device_pinned_and_stay_put_on_the_cpu() -> None:
+    from paperzoo.engine.trainer import _to_device
+
+    batch = (torch.zeros(4, 3), {"y": torch.zeros(4)}, [torch.zeros(2)])
+    with recording_syncs() as events:
+        moved = _to_device(batch, META, channels_last=False)
+    assert not events
+    assert {moved[0].device, moved[1]["y"].device, moved[2][0].device} == {META}
+    with recording_syncs() as events:
+        same = _to_device(batch, torch.device("cpu"), channels_last=False)
+    assert not events and same[0] is batch[0]  # no copy, no pinning on the CPU
+
+
+def test_a_capped_step_on_cuda_records_its_synchronising_calls(monkeypatch) -> None:  # noqa: ANN001
+    """Under --max-steps on CUDA the steps after the first run under
+    ``torch.cuda.set_sync_debug_mode("warn")`` and every sync they make is recorded in the
+    loop (results.json's estimate); the mode is restored after each step. (No GPU here: the
+    mode is recorded, and a sync is a warning of the text CUDA gives.)"""
+    import warnings
+
+    from paperzoo.engine import budget
+
+    modes = ["default"]
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda m: modes.append(str(m)))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: modes.append("reset"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 3 * 2**29)
+    node = budget.Loop("train", "steps", planned=10)
+    clock = budget.StepClock(node, lambda: None, on_cuda=True)
+    for step in range(3):
+        with clock.step():
+            if step > 0:
+                warnings.warn("called a synchronizing CUDA operation", stacklevel=1)
+        clock.done()
+    clock.finish()
+    assert modes == ["default", "reset", "warn", "0", "warn", "0"]  # not around the first step
+    assert node.sync_checked == 2
+    ((where, count),) = node.step_syncs.items()
+    assert count == 2 and where.endswith(": called a synchronizing CUDA operation")
+    assert __file__ in where
+    d = node.to_dict()
+    assert d["steps_checked_for_syncs"] == 2 and d["step_syncs"] == {where: 2}
+    assert d["peak_gpu_memory_gib"] == 1.5  # the loop's peak GPU memory, recorded too
+    # off CUDA nothing is watched and nothing recorded
+    plain = budget.Loop("train", "steps", planned=10)
+    clock = budget.StepClock(plain, lambda: None)
+    for _ in range(2):
+        with clock.step():
+            pass
+        clock.done()
+    assert "step_syncs" not in plain.to_dict() and "peak_gpu_memory_gib" not in plain.to_dict()
+    assert modes[-1] == "0"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_a_capped_trainer_records_a_sync_in_its_step() -> None:
+    from paperzoo.engine import budget
+    from paperzoo.engine.trainer import TrainConfig, Trainer
+
+    def reading(m: torch.nn.Module, b: Any) -> Tensor:
+        loss = m(b[0]).pow(2).mean()
+        loss.item()  # a sync the step should not make
+        return loss
+
+    for loss_fn, syncs in ((lambda m, b: m(b[0]).pow(2).mean(), False), (reading, True)):
+        model = torch.nn.Linear(3, 1)
+        trainer = Trainer(
+            model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn,
+            config=TrainConfig(steps=10, batch_size=4, progress=False), device="cuda",
+        )  # fmt: skip
+        b = budget.StepBudget(3, "cuda")
+        with budget.capped(b):
+            trainer.fit((torch.rand(16, 3), torch.rand(16)))
+        (loop,) = b.root.children
+        assert loop.sync_checked == 2 and loop.peak_gpu_bytes > 0
+        assert bool(loop.step_syncs) == syncs
 
 
 # -- the experiments' steps ------------------------------------------------------------------------
@@ -260,6 +395,52 @@ def test_a_ggnn_batch_goes_to_the_device_without_blocking() -> None:
     assert {t.device for t in out.values()} == {META}
 
 
+def test_ggnn_node_selection_takes_the_largest_graph_from_the_host() -> None:
+    """The padded (graph, node) scores of a step: the graphs' sizes are known on the host
+    (``batch_on_device`` leaves ``num_nodes`` there), so nothing is read back (before: a
+    ``bincount`` sized from the device's data and ``int(counts.max())`` every step)."""
+    from paperzoo.experiments.ggnn.training import _max_nodes, batch_on_device
+    from paperzoo.models.ggnn import node_selection_logits
+
+    host = {
+        "batch": torch.tensor([0, 0, 0, 1, 1, 2]),
+        "num_nodes": torch.tensor([3, 2, 1]),
+        "y": torch.zeros(3, 1, dtype=torch.long),
+    }
+    scores = torch.arange(6.0)
+    with recording_syncs() as events:
+        b = batch_on_device(host, META, torch.float32)
+        assert b["num_nodes"] is host["num_nodes"] and b["batch"].device == META
+        logp = node_selection_logits(to_device(scores, META), b["batch"], 3, _max_nodes(b))
+    assert not events and (logp.device, logp.shape) == (META, (3, 3))
+    # on the CPU the same numbers as without the size
+    expected = node_selection_logits(scores, host["batch"], 3)
+    assert torch.equal(node_selection_logits(scores, host["batch"], 3, 3), expected)
+
+
+def test_ggnn_sequence_baselines_take_their_lengths_from_the_host() -> None:
+    """The stacked RNN / LSTM baselines' step: the loop's length and the steps at which every
+    sequence still reads come from the lengths in host memory, not from the device."""
+    from paperzoo.models.ggnn import SequenceBaseline, StackedSequenceBaseline
+
+    torch.manual_seed(0)
+    models = [SequenceBaseline(vocab_size=7, num_classes=3, cell="lstm") for _ in range(2)]
+    stacked = StackedSequenceBaseline(models=models)
+    tokens = torch.randint(3, 7, (2, 4, 5))
+    lengths = torch.tensor([[5, 3, 2, 5], [1, 5, 4, 2]])
+    before = stacked(tokens, lengths, num_outputs=2)
+    assert torch.equal(stacked(tokens, lengths, num_outputs=2, host_lengths=lengths), before)
+    meta = stacked.to(META)
+    with recording_syncs() as events:
+        t, n = to_device(tokens, META), to_device(lengths, META)
+        out = meta(t, n, num_outputs=2, host_lengths=lengths)
+    assert not events and (out.device, out.shape) == (META, (2, 4, 2, 3))
+    # without them: read from the device (a meta tensor's copy to the host raises)
+    with recording_syncs() as events, pytest.raises(NotImplementedError):
+        meta(t, n, num_outputs=2)
+    assert events == ["cpu of a meta tensor"]
+
+
 def test_an_attacks_random_start_drawn_on_the_host_does_not_block() -> None:
     """PGD's random start drawn by a CPU generator for a batch on the device (adversarial
     training calls it every step)."""
@@ -286,7 +467,7 @@ def test_the_perceiver_experiments_permutation_is_applied_on_the_device() -> Non
     with recording_syncs() as events:
         for key in ("perceiver_permuted", "convnet_permuted"):
             for _ in range(2):  # two steps
-                assert cands[key].prepare(x.to(META, non_blocking=True)).device == META
+                assert cands[key].prepare(to_device(x, META)).device == META
     assert not events
     expected = x.flatten(2)[:, :, perm]  # on the CPU: the permutation as before
     assert torch.equal(cands["convnet_permuted"].prepare(x).flatten(2), expected)
@@ -304,7 +485,7 @@ def test_the_coordconv_regressor_step_does_not_read_its_input_back() -> None:
     cpu = model(x)
     meta = model.to(META)
     with recording_syncs() as events:
-        assert meta(x.to(META, non_blocking=True)).shape == cpu.shape
+        assert meta(to_device(x, META)).shape == cpu.shape
     assert not events
 
 

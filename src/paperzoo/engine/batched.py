@@ -216,30 +216,35 @@ def fit_batched(
         model.train()
         # Under a step budget the steps are timed: the first apart, and the validations and
         # checkpoints on the way apart from the steps (the estimate counts them itself).
-        clock = step_budget.StepClock(node, b.sync) if node is not None else None
+        # On CUDA the steps after the first are watched for synchronising calls.
+        clock = None
+        if node is not None and b is not None:
+            clock = step_budget.StepClock(node, b.sync, b.device.type == "cuda")
         apart = clock.apart if clock is not None else nullcontext
+        in_clock_step = clock.step if clock is not None else nullcontext
         saved = time.monotonic()
         step = start
         try:
             with interrupt.deferred(), b.stepping() if b is not None else nullcontext():
                 while step < run_steps:
-                    losses = loss_fn(model, step)  # (K,)
-                    optimizer.zero_grad(set_to_none=True)
-                    losses.sum().backward()  # model k's slice gets model k's gradient
-                    if clamp is not None:
-                        for p in model.parameters():
-                            if p.grad is not None:
-                                p.grad.clamp_(-clamp, clamp)
-                    optimizer.step()
-                    step += 1
-                    finite = torch.isfinite(losses.detach()).all()
-                    if first_bad is None:
-                        first_bad = torch.full((), -1, dtype=torch.long, device=losses.device)
-                    first_bad = torch.where(finite | (first_bad >= 0), first_bad, step)
-                    done = losses.detach().double()
-                    prev = window["sum"]
-                    window["sum"] = done if prev is None else prev.to(done) + done
-                    window["steps"] += 1
+                    with in_clock_step():
+                        losses = loss_fn(model, step)  # (K,)
+                        optimizer.zero_grad(set_to_none=True)
+                        losses.sum().backward()  # model k's slice gets model k's gradient
+                        if clamp is not None:
+                            for p in model.parameters():
+                                if p.grad is not None:
+                                    p.grad.clamp_(-clamp, clamp)
+                        optimizer.step()
+                        step += 1
+                        finite = torch.isfinite(losses.detach()).all()
+                        if first_bad is None:
+                            first_bad = torch.full((), -1, dtype=torch.long, device=losses.device)
+                        first_bad = torch.where(finite | (first_bad >= 0), first_bad, step)
+                        done = losses.detach().double()
+                        prev = window["sum"]
+                        window["sum"] = done if prev is None else prev.to(done) + done
+                        window["steps"] += 1
                     if eval_every and step % eval_every == 0 and step < run_steps:
                         with apart():
                             validate(step, losses.detach())

@@ -26,6 +26,7 @@ says.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -65,6 +66,15 @@ class Loop:
     points: int = 0
     planned_points: int = 0  # sync points of the full run (summed over calls)
     extra_seconds: float = 0.0  # what the full loop adds besides its iterations (evaluations)
+    # steps loops on CUDA: the steps after each call's first run under
+    # torch.cuda.set_sync_debug_mode("warn"); every synchronising call they made (where, how often)
+    sync_checked: int = 0  # steps run so watched
+    step_syncs: dict[str, int] = field(default_factory=dict)
+    peak_gpu_bytes: int = 0  # on CUDA: the most memory allocated while one of its calls ran
+    # the host's wait for its steps' batches (from the source, a loader), timed apart from the
+    # steps: seconds over ``batches`` batches (the first step's included)
+    batch_seconds: float = 0.0
+    batches: int = 0
     # repeat loops: each repetition's cost (own time + its capped loops' estimates), in order
     costs: list[float | None] = field(default_factory=list)
     children: list[Loop] = field(default_factory=list)
@@ -166,6 +176,13 @@ class Loop:
             d["first_seconds"] = None if first is None else round(first, 4)
         if self.extra_seconds:
             d["extra_seconds"] = round(self.extra_seconds, 3)
+        if self.sync_checked:
+            d["steps_checked_for_syncs"] = self.sync_checked
+            d["step_syncs"] = dict(self.step_syncs)
+        if self.peak_gpu_bytes:
+            d["peak_gpu_memory_gib"] = round(self.peak_gpu_bytes / 2**30, 3)
+        if self.batches:
+            d["batch_wait_seconds"] = round(self.batch_seconds / self.batches, 6)
         if self.children:
             d["children"] = [c.to_dict() for c in self.children]
         return d
@@ -189,14 +206,26 @@ class StepClock:
     (evaluations and checkpoints on the way) runs inside ``apart()``. The first iteration
     counts whole as the warm-up; later ones split into computation and sync point.
 
+    On CUDA (``on_cuda``) the caller runs each step's own work (its batch and its computation,
+    not its sync point) inside ``step()``: every step after the first runs under
+    ``torch.cuda.set_sync_debug_mode("warn")``, and each call that makes the host wait for the
+    device there is recorded in the loop (``Loop.step_syncs``: the code location of the call and
+    how often), so that results.json names a sync a step should not make. The loop also records
+    the most GPU memory its calls allocated (``torch.cuda.max_memory_allocated`` between the
+    clock's start and ``finish``: ``Loop.peak_gpu_bytes``).
+
     Args:
         node: the loop's record.
         sync: waits for the device (a no-op on the CPU), so that a step's queued device work
             counts as the step's and not as the sync point's.
+        on_cuda: the loop runs on the current CUDA device: watch its steps for synchronising
+            calls and record its peak memory.
     """
 
-    def __init__(self, node: Loop, sync: Callable[[], None]) -> None:
-        self.node, self._sync = node, sync
+    def __init__(self, node: Loop, sync: Callable[[], None], on_cuda: bool = False) -> None:
+        self.node, self._sync, self.on_cuda = node, sync, on_cuda
+        if on_cuda:
+            torch.cuda.reset_peak_memory_stats()
         sync()
         self.t0 = self._start = time.perf_counter()
         self._computed: float | None = None
@@ -204,6 +233,38 @@ class StepClock:
         self.run = 0
         self.warmup = self.steady = self.point_seconds = 0.0
         self.points = 0
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """The block is a step's own work: watched for synchronising calls after the first
+        step on CUDA (see the class doc), else run as it is."""
+        if not self.on_cuda or self.run == 0:
+            yield
+            return
+        before = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                yield
+            finally:
+                torch.cuda.set_sync_debug_mode(before)
+        self.node.sync_checked += 1
+        for w in caught:
+            if "synchroniz" in str(w.message):
+                where = f"{w.filename}:{w.lineno}: {w.message}"
+                self.node.step_syncs[where] = self.node.step_syncs.get(where, 0) + 1
+            else:  # any other warning: as it would have been shown
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    def next_batch(self, batches: Iterator[Any]) -> Any:
+        """``next(batches)``, its wait recorded in the loop (``Loop.batch_seconds``); it stays
+        part of the step's time too."""
+        start = time.perf_counter()
+        batch = next(batches)
+        self.node.batch_seconds += time.perf_counter() - start
+        self.node.batches += 1
+        return batch
 
     def computed(self) -> None:
         """The step's computation ended; its sync point begins."""
@@ -243,6 +304,10 @@ class StepClock:
         when an iteration raised before its end)."""
         self._sync()
         now = time.perf_counter()
+        if self.on_cuda:
+            self.node.peak_gpu_bytes = max(
+                self.node.peak_gpu_bytes, torch.cuda.max_memory_allocated()
+            )
         self.node.add(
             self.run if run is None else run,
             now - self.t0,

@@ -49,7 +49,8 @@ Two ways to define a step:
 
 Metric values may be tensors (kept on the device until a sync point; a tensor of several elements
 logs its mean) or Python numbers; returning tensors rather than ``.item()`` spares a host sync
-per step.
+per step. Batches of data tensors that live on the device are gathered there (the step's indices
+copied over without blocking); batches made on the host reach CUDA from pinned memory.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ from paperzoo.engine.distributed import (
 from paperzoo.engine.progress import ProgressLines
 from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
+from paperzoo.engine.transfer import to_device
 from paperzoo.engine.window import MetricWindow
 from paperzoo.utils.io import atomic_write_text
 
@@ -204,8 +206,10 @@ class History:
 
 
 def _to_device(batch: Any, device: torch.device, channels_last: bool) -> Any:
+    """``batch`` (a tensor, or tuples, lists and dicts of them) on ``device``: from the host to
+    CUDA through pinned memory without blocking (``engine.transfer.to_device``)."""
     if isinstance(batch, Tensor):
-        batch = batch.to(device, non_blocking=True)
+        batch = to_device(batch, device)
         if channels_last and batch.dim() == 4:
             batch = batch.contiguous(memory_format=torch.channels_last)
         return batch
@@ -453,9 +457,11 @@ class Trainer:
             sampler = BatchSampler(
                 n, cfg.batch_size, seed=cfg.seed, drop_last=cfg.drop_last, dist=self.dist
             )
+            devices = {t.device for t in data}
             while True:
-                idx = sampler.indices(self.step)
-                yield tuple(t[idx] for t in data)
+                idx = sampler.indices(self.step)  # to the data's device, not blocking
+                on = {d: to_device(idx, d) for d in devices}
+                yield tuple(t[on[t.device]] for t in data)
         if isinstance(data, Dataset):
             sampler = BatchSampler(
                 len(data),  # type: ignore[arg-type]
@@ -702,19 +708,24 @@ class Trainer:
             self._meetings = MeetingSchedule(cfg.agree_seconds, start_step)
         # Under a step budget: the steps are timed (the first and the sync points apart); the
         # first step also logs, so that the first record's costs (files, writers) are warm-up.
-        clock = None if self._timing is None else step_budget.StepClock(self._timing, self._sync)
+        clock = None  # on CUDA the steps after the first are watched for synchronising calls
+        if self._timing is not None:
+            clock = step_budget.StepClock(self._timing, self._sync, self.device.type == "cuda")
         apart = clock.apart if clock is not None else nullcontext
+        in_clock_step = clock.step if clock is not None else nullcontext
+        fetch = clock.next_batch if clock is not None else next  # the batch's wait timed apart
         in_step = diverged = 0
         try:
             while self.step < cfg.steps:
-                batch = _to_device(next(batches), self.device, cfg.channels_last)
-                in_step = 1
-                try:
-                    metrics = self._one_step(batch)
-                except Exception as err:
-                    self._diverged_before(err)
-                    raise
-                self._window.add(self.step, metrics)
+                with in_clock_step():
+                    batch = _to_device(fetch(batches), self.device, cfg.channels_last)
+                    in_step = 1
+                    try:
+                        metrics = self._one_step(batch)
+                    except Exception as err:
+                        self._diverged_before(err)
+                        raise
+                    self._window.add(self.step, metrics)
                 in_step = 0
                 self.step += 1
                 last = self.step == cfg.steps

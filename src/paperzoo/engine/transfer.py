@@ -18,7 +18,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["to_device"]
+__all__ = ["PINNED_COPY_DEVICES", "to_device"]
+
+# The device types whose copies from the host go through pinned memory (an asynchronous copy
+# from the host to CUDA needs page-locked memory; elsewhere pinning is not possible or gains
+# nothing).
+PINNED_COPY_DEVICES: frozenset[str] = frozenset({"cuda"})
 
 
 def to_device(x: Tensor, device: str | torch.device, dtype: torch.dtype | None = None) -> Tensor:
@@ -26,13 +31,14 @@ def to_device(x: Tensor, device: str | torch.device, dtype: torch.dtype | None =
 
     Args:
         x: the tensor to move.
-        device: where it goes; a copy from the CPU to CUDA goes through pinned memory and is
-            asynchronous, a copy between other devices or onto the CPU is ``Tensor.to``'s.
+        device: where it goes; a copy from the CPU to CUDA (``PINNED_COPY_DEVICES``) goes
+            through pinned memory and is asynchronous, a copy between other devices or onto
+            the CPU is ``Tensor.to``'s.
         dtype: the dtype to convert to on the way (None: keep ``x``'s).
     """
     dev = torch.device(device)
     if dev.type == "cpu" or x.device.type != "cpu":
         return x.to(dev, dtype)  # onto the host (a read), or between devices: as Tensor.to
-    if dev.type == "cuda" and not x.is_pinned():
+    if dev.type in PINNED_COPY_DEVICES and not x.is_pinned():
         x = x.pin_memory()  # page-locked: the copy below can run asynchronously
     return x.to(dev, dtype, non_blocking=True)

@@ -236,7 +236,7 @@ class DRAWExperiment(Experiment):
     gpu_check = GpuCheck(
         6,
         12,
-        "MNIST, 2 models of 64 glimpses (~9,000 kernels, ~50 ms, per step), 2 evaluation batches",
+        "CUDA started, MNIST read, 2 models of 64 glimpses built, 2 evaluation batches",
     )
     title = "DRAW: A Recurrent Neural Network For Image Generation"
     datasets = ("mnist5k", "mnist", "fashion-mnist")

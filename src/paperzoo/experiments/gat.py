@@ -286,8 +286,8 @@ class GATExperiment(Experiment):
     gpu_check = GpuCheck(
         9,
         6,
-        "CIFAR-10, the 5 classifiers (GAT with its generator) of 2 steps, FGSM and PGD on 2 "
-        "evaluation batches",
+        "CUDA started, CIFAR-10 read, the 5 classifiers (GAT with its generator) built, FGSM "
+        "and PGD on 2 evaluation batches",
     )
     title = "Generative Adversarial Trainer: Defense to Adversarial Perturbations with GAN"
     claims = CLAIMS

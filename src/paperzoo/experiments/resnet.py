@@ -276,8 +276,8 @@ class ResNetExperiment(Experiment):
     gpu_check = GpuCheck(
         10,
         15,
-        "CIFAR-10, nine CIFAR nets of 2 steps each (SyncBatchNorm under torchrun, a cuDNN "
-        "search per net)",
+        "CUDA started, CIFAR-10 read, nine CIFAR nets built (SyncBatchNorm under torchrun, a "
+        "cuDNN search per net), their evaluation",
         torchrun=True,
     )
     title = "Deep Residual Learning for Image Recognition"

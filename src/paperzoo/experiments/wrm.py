@@ -409,7 +409,9 @@ class WRMExperiment(Experiment):
     name = "wrm"
     cuda_precision = "fp32"  # the reason: docs/wrm.md, "Precision on CUDA"
     cpu_capped_args = ("--dataset", "mnist", "--data-root", "ROOT", "--set", "mnist_batch=32")
-    gpu_check = GpuCheck(10, 8, "spheres and MNIST, 8 models of 2 steps, attacks on 2 eval batches")
+    gpu_check = GpuCheck(
+        10, 8, "CUDA started, spheres and MNIST, 8 models built, attacks on 2 batches"
+    )
     title = "Certifying Some Distributional Robustness with Principled Adversarial Training"
     datasets = ("mnist5k", "mnist")
     paper_data = "mnist"  # Section 4.2's MNIST at full scale; the spheres are generated

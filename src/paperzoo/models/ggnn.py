@@ -275,13 +275,16 @@ class GatedGraphSequenceNet(nn.Module):
         return torch.stack(outs, dim=1)  # (N, K) or (B, K, C)
 
 
-def node_selection_logits(scores: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
-    """Per-graph node log-probabilities, padded with -inf.
+def node_selection_logits(
+    scores: Tensor, batch: Tensor, num_graphs: int, max_nodes: int | None = None
+) -> Tensor:
+    """Per-graph node log-probabilities, padded with -inf (``max_nodes``: the largest graph's
+    nodes, known on the host; None: read from ``batch``, see ``to_dense_batch``).
 
     Shapes:
         scores: (N,) or (N, K) -> (B, max_nodes) or (B, K, max_nodes)
     """
-    dense, _ = to_dense_batch(scores, batch, num_graphs, fill=float("-inf"))  # (B, M[, K])
+    dense, _ = to_dense_batch(scores, batch, num_graphs, fill=float("-inf"), max_nodes=max_nodes)
     if dense.dim() == 3:
         dense = dense.transpose(1, 2)  # (B, K, M)
     return F.log_softmax(dense, dim=-1)
@@ -401,6 +404,11 @@ class StackedSequenceBaseline(nn.Module):
         models: the K baselines (same vocabulary, classes, cell and sizes); their current
             weights are copied (their own initialisations).
 
+    ``forward(tokens, lengths, num_outputs=1, host_lengths=None)``: ``host_lengths``, the same
+    lengths in host memory where ``lengths`` live on a GPU, gives the sizes the loop needs (its
+    number of steps, the steps at which every sequence still reads) without reading the device;
+    None: they are read from ``lengths``.
+
     Shapes:
         tokens: (K, B, L); lengths: (K, B) -> (K, B, num_outputs, num_classes)
     """
@@ -446,21 +454,31 @@ class StackedSequenceBaseline(nn.Module):
         h, c = _LSTMCell.apply(g, c)  # c' = f c + i g, h' = o tanh(c')
         return h, c
 
-    def forward(self, tokens: Tensor, lengths: Tensor, *, num_outputs: int = 1) -> Tensor:
+    def forward(
+        self,
+        tokens: Tensor,
+        lengths: Tensor,
+        *,
+        num_outputs: int = 1,
+        host_lengths: Tensor | None = None,
+    ) -> Tensor:
         k, b, steps = tokens.shape
+        sizes = (lengths if host_lengths is None else host_lengths).cpu()  # no copy on the host
         vocab = self.embed.shape[1]
         bias = (self.b_ih + self.b_hh).unsqueeze(1)  # (K, 1, G H)
         # The input part of every token, W_ih e(v) + b, as one table per model (embedding and
         # input weights applied in one product; the same function): (K, V, G H)
         table = torch.baddbmm(bias, self.embed, self.w_ih)
-        steps = int(lengths.max())
+        steps = int(sizes.max())
         # Rows of model k's table, time-major so that each step reads one slice: (L, K, B, G H)
         onehot = F.one_hot(tokens[:, :, :steps].transpose(1, 2), vocab).to(table.dtype)
         gx = torch.bmm(onehot.reshape(k, steps * b, vocab), table).view(k, steps, b, -1)
         live = torch.arange(steps, device=tokens.device).view(1, steps, 1) < lengths.unsqueeze(1)
         h = gx.new_zeros(k, b, self.hidden_dim)
         c = h if self.cell == "lstm" else None
-        everyone = live.all(2).all(0).tolist()  # steps at which no sequence has ended
+        # the steps at which no sequence has ended, from the sizes on the host
+        everyone = (torch.arange(steps).view(1, steps, 1) < sizes.unsqueeze(1)).all(2).all(0)
+        everyone = everyone.tolist()
         for g_t, live_t, every in zip(
             gx.unbind(1), live.unsqueeze(-1).unbind(1), everyone, strict=True
         ):

@@ -77,7 +77,7 @@ from paperzoo.utils import count_params
 class CoordConvExperiment(Experiment):
     name = "coordconv"
     cuda_precision = "fp32"  # the reason: docs/coordconv.md, "Precision on CUDA"
-    gpu_check = GpuCheck(8, 8, "the Not-so-Clevr images rendered, 8 small conv nets of 2 steps")
+    gpu_check = GpuCheck(8, 8, "CUDA started, the Not-so-Clevr images rendered, 8 conv nets built")
     title = "An intriguing failing of convolutional neural networks and the CoordConv solution"
     claims = CLAIMS
     not_estimated = ("evaluation beyond the first batches of the validation and test centres",)

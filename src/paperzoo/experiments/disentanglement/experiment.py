@@ -161,8 +161,8 @@ class DisentanglementExperiment(Experiment):
     gpu_check = GpuCheck(
         12,
         25,
-        "the dSprites archive read (737,280 images), 2 VAEs of 2 steps with their metrics on "
-        "capped points (scikit-learn on the CPU), 2 WReN runs on generated puzzles",
+        "CUDA started, the dSprites archive read (737,280 images), 2 VAEs built with their "
+        "metrics on capped points (scikit-learn on the CPU), 2 WReN runs' puzzles generated",
         torchrun=True,
     )
     title = "Are Disentangled Representations Helpful for Abstract Visual Reasoning?"

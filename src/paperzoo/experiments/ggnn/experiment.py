@@ -99,8 +99,8 @@ class GGNNExperiment(Experiment):
     gpu_check = GpuCheck(
         9,
         10,
-        "the bAbI and graph tasks generated or read, small GG-NNs and RNN / LSTM baselines of 2"
-        " steps per capped loop",
+        "CUDA started, the bAbI and graph tasks generated or read, small GG-NNs and RNN / LSTM "
+        "baselines built",
     )
     title = "Gated Graph Sequence Neural Networks"
     # --dataset generated: paperzoo's generator (the default at smoke and quick; at full a named

@@ -204,8 +204,18 @@ def batch_on_device(
     b: dict[str, Tensor], device: str | torch.device, dtype: torch.dtype
 ) -> dict[str, Tensor]:
     """A collated batch on ``device``, its floating tensors as ``dtype``, copied without
-    blocking the host (``engine.transfer.to_device``)."""
-    return {n: to_device(t, device, dtype if t.is_floating_point() else None) for n, t in b.items()}
+    blocking the host (``engine.transfer.to_device``); the graphs' sizes ``num_nodes`` stay on
+    the host, where a step reads them (``_max_nodes``)."""
+    return {
+        n: t if n == "num_nodes" else to_device(t, device, dtype if t.is_floating_point() else None)
+        for n, t in b.items()
+    }
+
+
+def _max_nodes(b: dict[str, Tensor]) -> int:
+    """The nodes of the batch's largest graph, from its sizes (host memory: ``batch_on_device``
+    leaves them there)."""
+    return int(b["num_nodes"].max())
 
 
 def plan_on_device(plan: PropagationPlan, device: str | torch.device) -> PropagationPlan:
@@ -235,12 +245,12 @@ def _graph_logits(model: nn.Module, kind: str, b: dict[str, Tensor]) -> Tensor:
     n_graphs = b["y"].shape[0]
     args = (b["x"], b["edge_index"], b["edge_type"], b["batch"])
     if kind == "node":
-        return node_selection_logits(model(*args), b["batch"], n_graphs).unsqueeze(1)
+        return node_selection_logits(model(*args), b["batch"], n_graphs, _max_nodes(b)).unsqueeze(1)
     if kind == "graph":
         return F.log_softmax(model(*args, num_graphs=n_graphs), -1).unsqueeze(1)
     out = model(*args, num_outputs=b["y"].shape[1], num_graphs=n_graphs)
     if kind == "node_seq":
-        return node_selection_logits(out, b["batch"], n_graphs)  # (B, L, max_nodes)
+        return node_selection_logits(out, b["batch"], n_graphs, _max_nodes(b))  # (B, L, M)
     return F.log_softmax(out, -1)  # graph_seq: (B, L, C)
 
 
@@ -268,7 +278,7 @@ def _stacked_graph_logits(
     else:
         out = model(*args, num_outputs=b["y"].shape[1], num_graphs=n_graphs, plan=plan)
     if kind in ("node", "node_seq"):  # (K, N, L) scores: softmax over each graph's nodes
-        logp = node_selection_logits(out.flatten(0, 1), b["batch"], k * n_graphs)  # (K*B, L, M)
+        logp = node_selection_logits(out.flatten(0, 1), b["batch"], k * n_graphs, _max_nodes(b))
         return logp.view(k, n_graphs, *logp.shape[1:])
     return F.log_softmax(out, -1)  # (K, B, L, C)
 
@@ -617,7 +627,8 @@ def run_baselines(
         seeds.append(derive_seed(ctx.seed, name, *_fold_key(cfg, fold), cell, "batches"))
     stacked = StackedSequenceBaseline(models=models).to(ctx.device)
     tok, ln, y, _ = _stack_sequences(train)  # (K, M, L), (K, M), (K, M, T)
-    vtok, vln, vy, vmask = (t.to(ctx.device) for t in _stack_sequences(val))
+    held_out = _stack_sequences(val)
+    vtok, vln, vy, vmask = (t.to(ctx.device) for t in held_out)
     samplers = model_samplers([len(t[2]) for t in train], batch_sizes, seeds)
     width = max(batch_sizes)
 
@@ -630,12 +641,12 @@ def run_baselines(
         rows = torch.arange(len(samplers)).unsqueeze(1)
         t, n, yy = tok[rows, idx], ln[rows, idx].clamp(min=1), y[rows, idx]
         yy = yy.masked_fill(~mask.unsqueeze(-1), babi.IGNORE)  # padding rows: no loss
-        t, n, yy, mask = (to_device(v, ctx.device) for v in (t, n, yy, mask))
-        out = F.log_softmax(m(t, n, num_outputs=yy.shape[2]), -1)
+        td, nd, yy, mask = (to_device(v, ctx.device) for v in (t, n, yy, mask))
+        out = F.log_softmax(m(td, nd, num_outputs=yy.shape[2], host_lengths=n), -1)
         return _stacked_sequence_loss(out, yy, mask)
 
     def evaluate(m: nn.Module) -> tuple[list[float], list[float]]:
-        logp = F.log_softmax(m(vtok, vln, num_outputs=vy.shape[2]), -1)  # (K, M, T, C)
+        logp = F.log_softmax(m(vtok, vln, num_outputs=vy.shape[2], host_lengths=held_out[1]), -1)
         right = _all_correct(logp.flatten(0, 1), vy.flatten(0, 1)).view(vmask.shape) & vmask
         n = vmask.sum(1).clamp(min=1)
         losses = _stacked_sequence_loss(logp, vy, vmask, reduce=False)

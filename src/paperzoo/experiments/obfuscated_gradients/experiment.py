@@ -82,8 +82,8 @@ class ObfuscatedGradientsExperiment(Experiment):
     gpu_check = GpuCheck(
         10,
         35,
-        "MNIST and CIFAR-10, the wide ResNet's adversarial-training steps (40 PGD iterations "
-        "each), the evaluation's attacks on 2 batches (100 PGD steps, 30 EOT samples)",
+        "CUDA started, MNIST and CIFAR-10 read, the wide ResNet built, the evaluation's attacks "
+        "on 2 batches (100 PGD steps, 30 EOT samples)",
     )
     title = (
         "Obfuscated Gradients Give a False Sense of Security: "

@@ -75,7 +75,7 @@ class PathSGDExperiment(Experiment):
     cuda_precision = "tf32"  # the reason: docs/path-sgd.md, "Precision on CUDA"
     cpu_capped_args = ("--dataset", "mnist", "--data-root", "ROOT", "--set", "n_val=100")
     gpu_check = GpuCheck(
-        9, 12, "four data sets (MNIST, CIFAR-10/100, SVHN), 34 small MLPs of 2 steps"
+        9, 12, "CUDA started, four data sets read (MNIST, CIFAR-10/100, SVHN), 34 MLPs built"
     )
     title = "Path-SGD: Path-Normalized Optimization in Deep Neural Networks"
     datasets = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "cifar100", "svhn")

@@ -71,10 +71,9 @@ class PerceiverExperiment(Experiment):
     cpu_capped_args = ("--dataset", "mnist", "--data-root", "ROOT", "--set", "digits.batch_size=8")
     gpu_check = GpuCheck(
         8,
-        45,
-        "ImageNet folders scanned, 16 loader workers each decoding a 1,024-image batch (~5-10 "
-        "s), the Perceiver and two ResNet-50s built, 2 steps of 64 micro-batches each (~1.5 s "
-        "of FLOP per step at 40% of peak), 2 evaluation batches of 250",
+        20,
+        "CUDA started, the ImageNet folders scanned, the Perceiver and two ResNet-50s built, "
+        "cuDNN's search, 2 evaluation batches of 250 decoded and run",
         torchrun=True,
     )
     title = "Perceiver: General Perception with Iterative Attention"
@@ -99,6 +98,23 @@ class PerceiverExperiment(Experiment):
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         return _full_cost(cfg, plan)
+
+    def loader_workers(self, cfg: Any) -> int:
+        """As ``Experiment.loader_workers``: the ImageNet run's ``workers``; the digit sets load
+        without workers."""
+        return cfg.workers if isinstance(cfg, PerceiverImageNetConfig) else 0
+
+    def loader_shared_memory(self, cfg: Any, ranks: int = 1) -> int:
+        """As ``Experiment.loader_shared_memory``: the ImageNet run's ``workers x prefetch``
+        batches in flight per rank, each of uint8 crops (the loader hands over uint8 images,
+        normalised on the device) and int64 labels, at the larger of the training batch's share
+        and the evaluation batch (the training loader is closed before the evaluation's
+        starts). The digit sets load without workers: 0."""
+        if not isinstance(cfg, PerceiverImageNetConfig):
+            return 0
+        image = 3 * cfg.image_size * cfg.image_size + 8  # uint8 pixels, int64 label
+        batch = max(-(-cfg.batch_size // ranks), cfg.eval_batch)
+        return ranks * self.loader_workers(cfg) * cfg.prefetch * batch * image
 
     def dataset_name(self, ctx: RunContext) -> str | None:
         """As ``Experiment.dataset_name``; ImageNet runs only at full scale (the paper's model)."""

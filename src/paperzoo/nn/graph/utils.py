@@ -54,11 +54,25 @@ def graph_inputs(
 
 
 def to_dense_batch(
-    values: Tensor, batch: Tensor, num_graphs: int, *, fill: float = 0.0
+    values: Tensor,
+    batch: Tensor,
+    num_graphs: int,
+    *,
+    fill: float = 0.0,
+    max_nodes: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Scatter per-node values into a padded (graph, position) array.
 
     ``batch`` must be sorted (nodes of a graph contiguous), as batching produces it.
+
+    Args:
+        values: per-node values.
+        batch: each node's graph.
+        num_graphs: the number of graphs.
+        fill: the value of padding positions.
+        max_nodes: the nodes of the largest graph when the caller knows it on the host (e.g.
+            from the batch's sizes before it went to a GPU); None: read from ``batch``, which
+            makes the host wait for the device when ``batch`` lives there.
 
     Returns:
         (dense, mask): ``dense[g, i]`` is the value of the i-th node of graph g, ``mask`` marks
@@ -67,8 +81,11 @@ def to_dense_batch(
     Shapes:
         values: (N, ...); batch: (N,) -> (num_graphs, max_nodes, ...), (num_graphs, max_nodes)
     """
-    counts = torch.bincount(batch, minlength=num_graphs)  # (B,)
-    max_nodes = int(counts.max()) if counts.numel() else 0
+    # (B,) nodes per graph; a scatter of known size (bincount sizes its output from the data)
+    counts = torch.zeros(num_graphs, dtype=torch.long, device=batch.device)
+    counts.scatter_add_(0, batch, torch.ones_like(batch))
+    if max_nodes is None:
+        max_nodes = int(counts.max()) if counts.numel() else 0
     starts = torch.cumsum(counts, 0) - counts  # first node of each graph
     pos = torch.arange(batch.shape[0], device=batch.device) - starts[batch]
     dense = values.new_full((num_graphs, max_nodes, *values.shape[1:]), fill)
