@@ -55,7 +55,7 @@ def test_corrupt_or_missing_checkpoint_raises_clear_error(tmp_path):
         load_state(tmp_path)
     save_state(tmp_path, 1, {"x": torch.tensor([1.0])})
     (tmp_path / "step_00000001.safetensors").write_bytes(b"garbage")
-    with pytest.raises(CheckpointError, match="corrupt"):
+    with pytest.raises(CheckpointError, match="does not match the SHA-256.*--restart"):
         load_state(tmp_path)
     (tmp_path / "latest.json").write_text(json.dumps({"stem": "x"}))
     with pytest.raises(CheckpointError, match="corrupt"):

@@ -372,7 +372,7 @@ class Trainer:
             )
             raise ckpt.CheckpointError(
                 f"the checkpoint in {self.checkpoint_dir} was written with other settings "
-                f"({diff}); remove it or train into another directory"
+                f"({diff}): train into another directory, or restart the run (--restart)"
             )
         try:
             for k, m in self._modules().items():
@@ -397,7 +397,8 @@ class Trainer:
         if self.step > self.config.steps:
             raise ckpt.CheckpointError(
                 f"the checkpoint in {self.checkpoint_dir} is at step {self.step}, past this "
-                f"run's {self.config.steps} steps; remove it or train into another directory"
+                f"run's {self.config.steps} steps: train into another directory, or restart the run "
+                "(--restart)"
             )
         # (Checkpoints written before the flag existed: the last one was written at the end.)
         done = bool(state.get("finished", True))
@@ -634,6 +635,8 @@ class Trainer:
             resumed = self.resume() if resume else False
             if resume and self.dist.enabled:
                 self._agree_resumed()
+            if not self.finished:  # (inside ckpt.evaluation_only: refused)
+                ckpt.check_may_train(self.checkpoint_dir, self.config.desc)
             if not resumed and self.checkpoint_dir is not None and self.dist.is_main:
                 ckpt.remove_all(self.checkpoint_dir)
             self._restart_metrics_file()
