@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -42,6 +43,7 @@ from paperzoo.experiments.runner import (
     resolve_config,
     run_experiment,
 )
+from paperzoo.utils.lock import holding
 from paperzoo.verdict import Result
 
 log = logging.getLogger(__name__)
@@ -287,16 +289,28 @@ class RunRequest:
             SeedUsageError, SeedRunError: a seed's process failed (``--seeds``).
             paperzoo.engine.interrupt.Interrupted: a signal stopped the run (``resume_command``
                 resumes it).
+            paperzoo.utils.lock.FolderBusy: another live run writes to the output folder.
         """
-        import torch
-
-        from paperzoo.engine import init_distributed, seed_everything
+        from paperzoo.engine import init_distributed
 
         overrides = self.check()
         device = resolve_device(self.device)
         dist = init_distributed(device)
         if dist.enabled and device.startswith("cuda"):
             device = f"cuda:{dist.local_rank}"
+        # one writer per output folder (rank 0 holds it for the ranks; seed processes work
+        # under their parent's lock): taken before anything is written there
+        folders = [self.out] if self.out is not None else [self.out_dir(n) for n in self.names]
+        with holding(*folders, command=self.command) if dist.is_main else nullcontext():
+            yield from self._run(overrides, device, dist)
+
+    def _run(
+        self, overrides: dict[str, str], device: str, dist: DistInfo
+    ) -> Iterator[tuple[str, Result, Path]]:
+        import torch
+
+        from paperzoo.engine import seed_everything
+
         for name in self.names:
             out = self.out_dir(name)
             if self.multi and not dist.enabled:
