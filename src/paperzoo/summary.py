@@ -40,6 +40,7 @@ from urllib.parse import quote
 
 from paperzoo.experiments.base import Experiment, NotRun
 from paperzoo.experiments.judging import declare, judge_runs
+from paperzoo.experiments.verifying import verification_flag
 from paperzoo.utils.format import format_number
 from paperzoo.verdict import (
     MIN_SEEDS_REPRODUCED,
@@ -83,7 +84,8 @@ class _Run:
 
     @property
     def flags(self) -> list[str]:
-        return list(self.count.flags)
+        verified = verification_flag(self.dir)  # never verified, or failed (paperzoo verify)
+        return list(self.count.flags) + ([verified] if verified else [])
 
     @property
     def unstable(self) -> tuple[tuple[str, str], ...]:
