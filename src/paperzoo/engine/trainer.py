@@ -86,7 +86,7 @@ from paperzoo.engine.progress import ProgressLines
 from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
 from paperzoo.engine.window import MetricWindow
-from paperzoo.utils.io import atomic_write_text
+from paperzoo.utils.io import WriteError, atomic_write_text, is_disk_error
 
 log = logging.getLogger(__name__)
 
@@ -577,9 +577,15 @@ class Trainer:
         self.history.records.append(record)
         if self.out_dir is None or not self.dist.is_main:
             return
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.out_dir / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(record) + "\n")
+        path = self.out_dir / "metrics.jsonl"
+        try:  # (a resumed run rewrites the file from its history: a torn line does not stay)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            with open(path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as err:
+            if is_disk_error(err):
+                raise WriteError(path, "the training log", err) from None
+            raise
         if self._tb is not None:
             self._tb.add(record)
 
