@@ -74,6 +74,46 @@ def test_same_size_corruption_of_a_finished_model_is_refused_in_one_line(gat_run
     assert (out / "results.json").read_bytes() == before
 
 
+def test_a_changed_checkpoint_mid_training_is_skipped_not_taken_for_a_divergence(tmp_path):
+    """Random bytes over the newest checkpoint of a killed run: the resume falls back to the one
+    before it (a warning names the file) and ends with the uninterrupted run's numbers."""
+    out, ref = tmp_path / "run", tmp_path / "ref"
+    args = [*GAT, "--set", "steps=200"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paperzoo", *args, "--out", str(out)], env=ENV,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    ckpts = out / "runs" / "plain" / "checkpoints"
+    deadline = time.monotonic() + 120
+    while len(json.loads(_read_or(ckpts / "latest.json", "{}")).get("checkpoints", {})) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "no two checkpoints"
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    newest = json.loads((ckpts / "latest.json").read_text())["stem"]
+    tensors = ckpts / f"{newest}.safetensors"
+    data = bytearray(tensors.read_bytes())
+    data[-2048:-1024] = os.urandom(1024)
+    tensors.write_bytes(bytes(data))
+    done = subprocess.run(
+        [sys.executable, "-m", "paperzoo", *args, "--out", str(out)], env=ENV,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{tensors} does not match the SHA-256" in done.stderr
+    assert main([*args, "--out", str(ref)]) == 0
+    assert _claims(out) == _claims(ref)
+    notes = json.loads((out / "results.json").read_text())["notes"]
+    assert not any("diverged" in n for n in notes)
+
+
+def _read_or(path: Path, default: str) -> str:
+    try:
+        return path.read_text()
+    except (FileNotFoundError, ValueError):
+        return default
+
+
 def test_a_second_run_into_a_live_out_is_refused_and_the_first_keeps_its_values(
     gat_run, tmp_path, capsys
 ):
