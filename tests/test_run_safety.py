@@ -284,3 +284,26 @@ def test_verify_catches_a_forged_aggregate_and_its_seed_runs(tmp_path, capsys):
     assert f"seed 1 ({out / 'seed-1'}): {forged[1]}" in printed
     assert f"aggregate ({out}): {forged[0]}" in printed
     assert f"seed 0 ({out / 'seed-0'})" not in printed
+
+
+def test_an_unwritable_checkpoint_folder_is_one_line_naming_what_was_written(
+    tmp_path, capsys, monkeypatch
+):
+    """A read-only checkpoints folder (simulated: this user may be root, who writes anywhere)."""
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kw):  # noqa: A002 - tempfile's own name
+        if dir is not None and Path(dir).name == "checkpoints":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dir))
+        return real(*args, dir=dir, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert main([*GAT, "--out", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("paperzoo: error: cannot write a checkpoint to ")
+    assert "/checkpoints/step_" in line and "Permission denied; make the folder writable" in line
+    assert not (out / LOCK_NAME).exists()  # the lock is released on the way out
