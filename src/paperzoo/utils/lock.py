@@ -137,6 +137,7 @@ class FolderLock:
         self.holder: Holder | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._created: list[Path] = []  # the folders acquire made (removed again while empty)
 
     def acquire(self) -> None:
         """Take the lock (a stale one is taken over), start the heartbeat, and remove the
@@ -146,6 +147,27 @@ class FolderLock:
             FolderBusy: a live process holds it.
             paperzoo.utils.io.WriteError: the folder cannot be written.
         """
+        self._created = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
+        try:
+            self._acquire()
+        except BaseException:
+            self._remove_created()
+            raise
+        remove_stale_tmp(self.folder)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._beat, name="paperzoo-lock", daemon=True)
+        self._thread.start()
+
+    def _remove_created(self) -> None:
+        """Remove the folders ``acquire`` created that are still empty (a refused or failed
+        command leaves no trace)."""
+        for p in self._created:
+            try:
+                p.rmdir()
+            except OSError:
+                return
+
+    def _acquire(self) -> None:
         from paperzoo.utils.io import WriteError, is_disk_error
 
         try:
@@ -181,10 +203,6 @@ class FolderLock:
             break
         else:
             raise FolderBusy(f"--out {self.folder}: its lock {self.path} keeps changing hands")
-        remove_stale_tmp(self.folder)
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._beat, name="paperzoo-lock", daemon=True)
-        self._thread.start()
 
     def _check_nested(self) -> None:
         """Raise ``FolderBusy`` when a live process holds a folder above this one or inside it
@@ -273,6 +291,7 @@ class FolderLock:
             if now is not None and now.token == self.holder.token:
                 self.path.unlink(missing_ok=True)
             self.holder = None
+        self._remove_created()
 
     def passed_down(self) -> dict[str, Any]:
         """What a seed process needs to work under this lock (an entry of ``LOCK_ENV``)."""
