@@ -101,6 +101,37 @@ def test_same_size_corruption_falls_back_to_the_newest_intact_checkpoint(tmp_pat
     assert "\n" not in message
 
 
+def test_a_step_saved_again_never_overwrites_the_files_the_manifest_lists(tmp_path, monkeypatch):
+    save_state(tmp_path, 1, {"x": torch.zeros(1)})
+    save_state(tmp_path, 2, {"x": torch.ones(1), "finished": False})
+    listed = {p.name: p.read_bytes() for p in tmp_path.glob("step_00000002.*")}
+
+    def killed(*args, **kwargs):  # the process dies before the manifest names the new files
+        raise KeyboardInterrupt
+
+    import paperzoo.engine.checkpoint as ckpt
+
+    real = ckpt.atomic_write_text
+    monkeypatch.setattr(
+        ckpt,
+        "atomic_write_text",
+        lambda p, t, **kw: killed() if p.name == "latest.json" else real(p, t, **kw),
+    )
+    with pytest.raises(KeyboardInterrupt):
+        save_state(tmp_path, 2, {"x": torch.ones(1), "finished": True})  # the final save
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("step_00000002.*")} == listed
+    assert load_state(tmp_path)[1]["finished"] is False  # intact: the save before the kill
+    save_state(tmp_path, 2, {"x": torch.ones(1), "finished": True})
+    assert load_state(tmp_path) == (2, {"x": torch.ones(1), "finished": True})
+    manifest = json.loads((tmp_path / "latest.json").read_text())
+    assert list(manifest["checkpoints"]) == ["step_00000001", "step_00000002_1"]  # one per step
+    assert sorted(p.name for p in tmp_path.glob("step_*")) == [
+        "step_00000001.json", "step_00000001.safetensors",
+        "step_00000002_1.json", "step_00000002_1.safetensors",
+    ]  # fmt: skip
+
+
 def test_a_checkpoint_of_another_run_is_refused(tmp_path):
     from paperzoo.engine.checkpoint import run_identity
 

@@ -3,8 +3,9 @@
 A checkpoint is a pair ``step_00001000.safetensors`` + ``step_00001000.json``. ``latest.json`` is
 the manifest: it names the newest checkpoint and records, for every checkpoint kept, the SHA-256
 of both files (and the identity of the run that wrote them, ``run_identity``). It is written last,
-so a crash at any moment leaves the previous checkpoint loadable. Every file is written
-atomically (temp file + fsync + rename). Loading checks both hashes before reading a byte of
+so a crash at any moment leaves the previous checkpoint loadable; files the manifest lists are
+never overwritten (a step saved again goes to ``step_00001000_1.*``, and the manifest then keeps
+the newest save of each step). Every file is written atomically (temp file + fsync + rename). Loading checks both hashes before reading a byte of
 state: a checkpoint whose bytes changed (same size or not) is never loaded. ``load_state`` then
 falls back to the newest intact checkpoint (with a warning naming the damaged file), or raises
 ``CheckpointError`` naming it when none is left. Loading never unpickles: safetensors holds only
@@ -23,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 2
 MANIFEST = "latest.json"
+_STEM = re.compile(r"step_\d{8,}(_\d+)?")  # step_00000040, or step_00000040_1 when saved again
 
 
 class CheckpointError(RuntimeError):
@@ -154,19 +157,26 @@ def save_state(directory: str | Path, step: int, state: dict[str, Any], *, keep:
     directory = Path(directory)
     tensors: dict[str, torch.Tensor] = {}
     skeleton = _split(state, "state", tensors)
-    stem = f"step_{step:08d}"
+    entries = _entries_quietly(directory)
+    # A step saved again (the final save after a periodic one at the last step) goes to new
+    # files: the ones the manifest vouches for are never overwritten.
+    stem, again = f"step_{step:08d}", 0
+    while stem in entries:
+        again += 1
+        stem = f"step_{step:08d}_{again}"
     data = save(tensors)
     text = json.dumps({"format": FORMAT_VERSION, "step": step, "state": skeleton})
     atomic_write_bytes(directory / f"{stem}.safetensors", data, what="a checkpoint")
     atomic_write_text(directory / f"{stem}.json", text, what="a checkpoint")
-    entries = _entries_quietly(directory)
     entries[stem] = {
         "step": step,
         "run": _guard.run,
         "json": _sha256(text.encode("utf-8")),
         "safetensors": _sha256(data),
     }
-    kept = sorted(entries)[-keep:] if keep > 0 else sorted(entries)
+    newest = {entries[s]["step"]: s for s in sorted(entries, key=_order)}  # one per step
+    kept = sorted(newest.values(), key=_order)
+    kept = kept[-keep:] if keep > 0 else kept
     manifest = {
         "format": FORMAT_VERSION,
         "step": step,
@@ -178,6 +188,12 @@ def save_state(directory: str | Path, step: int, state: dict[str, Any], *, keep:
         if p.suffix in (".json", ".safetensors") and p.stem not in kept:
             p.unlink(missing_ok=True)
     return directory / f"{stem}.json"
+
+
+def _order(stem: str) -> tuple[int, int]:
+    """(step, how often that step was saved before) of a checkpoint's stem: newest last."""
+    parts = stem.split("_")
+    return int(parts[1]), int(parts[2]) if len(parts) > 2 else 0
 
 
 def _entries_quietly(directory: Path) -> dict[str, dict[str, Any]]:
@@ -214,6 +230,8 @@ def _manifest(directory: Path) -> tuple[int, dict[str, dict[str, Any]]]:
         entries = {
             str(stem): {**e, "step": int(e["step"])} for stem, e in manifest["checkpoints"].items()
         }
+        if any(not _STEM.fullmatch(s) or _order(s)[0] != e["step"] for s, e in entries.items()):
+            raise ValueError("a checkpoint name that is not step_NNNNNNNN of its step")
         return int(manifest["step"]), entries
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{path} is corrupt: {err!r}") from None
@@ -309,7 +327,7 @@ def load_state(directory: str | Path, step: int | None = None) -> tuple[int, dic
     """
     directory = Path(directory)
     _, entries = _manifest(directory)
-    stems = sorted(entries, reverse=True)
+    stems = sorted(entries, key=_order, reverse=True)
     if step is not None:
         stems = [s for s in stems if entries[s]["step"] == step]
         if not stems:
