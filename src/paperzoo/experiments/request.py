@@ -4,9 +4,10 @@ The command line is parsed once into a ``RunRequest``, the values of the options
 ``paperzoo.experiments.flags.REPRODUCE_FLAGS``; everything that repeats the command is made from
 it and that table: the ``RunContext`` of each seed's run (``context``), the command line of each
 seed's process in a multi-seed run (``child_argv``), and the command that resumes an interrupted
-run (``resume_command``). ``run`` checks the request before anything is written, then runs it:
-one process per seed with ``--seeds`` (``jobs`` at a time, aggregated), else in this process
-(under torchrun every rank runs each seed in turn).
+run (``resume_command``). ``run`` checks the request before anything is written, takes the lock
+of the output folder (``paperzoo.utils.lock``: one writer per folder; the seed processes work
+under it), then runs it: one process per seed with ``--seeds`` (``jobs`` at a time, aggregated),
+else in this process (under torchrun every rank runs each seed in turn).
 
 A paper's own options (``Experiment.options``, e.g. GG-NN's ``--folds``) travel in the request
 by flag and reach only the papers that declare them.

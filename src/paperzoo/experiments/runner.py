@@ -6,7 +6,9 @@ same directory. A rerun of the same command with the same ``--out`` and the same
 resumes: finished models are loaded, unfinished ones continue from their last checkpoint. A
 different command, other code (another commit, a dirty tree made clean, any source change) or
 other data files pointed at that directory is refused: models trained by other code must not
-end up in a result labelled with this code. ``--restart`` starts such a directory over.
+end up in a result labelled with this code. ``--restart`` starts such a directory over. Every
+checkpoint the run writes records the digest of its record (``run_digest``: the whole resolved
+config, the seed, the code and the data), and one that records another is refused.
 """
 
 from __future__ import annotations
