@@ -58,9 +58,11 @@ def test_figures_are_written_whole(tmp_path):
 
 def test_stale_temporary_files_are_removed(tmp_path):
     (tmp_path / "runs" / "m" / "checkpoints").mkdir(parents=True)
-    stale = tmp_path / "runs" / "m" / "checkpoints" / ".step_00000003.json.k2j3.tmp"
+    stale = tmp_path / "runs" / "m" / "checkpoints" / ".step_00000003.json.k2j3_x9a.tmp"
     stale.write_text("{")
     keep = tmp_path / "runs" / "m" / "checkpoints" / "latest.json"
     keep.write_text("{}")
+    theirs = tmp_path / ".notes.tmp"  # not a name atomic writes make
+    theirs.write_text("mine")
     assert remove_stale_tmp(tmp_path) == [stale]
-    assert not stale.exists() and keep.exists()
+    assert not stale.exists() and keep.exists() and theirs.exists()

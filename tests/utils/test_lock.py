@@ -44,12 +44,12 @@ def test_a_lock_of_a_process_gone_is_taken_over_with_a_warning(tmp_path, caplog)
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()  # a pid that no longer runs
     _write_holder(tmp_path, pid=proc.pid)
-    (tmp_path / ".results.json.abc123.tmp").write_text("half")  # a killed writer's
+    (tmp_path / ".results.json.abc123de.tmp").write_text("half")  # a killed writer's
     with FolderLock(tmp_path):
         assert json.loads((tmp_path / LOCK_NAME).read_text())["pid"] == os.getpid()
     assert f"took over the stale lock of {tmp_path}: pid {proc.pid}" in caplog.text
     assert "is no longer running" in caplog.text
-    assert not (tmp_path / ".results.json.abc123.tmp").exists()  # removed on the start
+    assert not (tmp_path / ".results.json.abc123de.tmp").exists()  # removed on the start
 
 
 def test_a_lock_on_another_host_is_stale_only_when_its_heartbeat_is_old(tmp_path):

@@ -14,6 +14,7 @@ import errno
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 TMP_SUFFIX = ".tmp"
+# the temporary files of ``atomic_write_bytes``: ".NAME." + mkstemp's 8 random characters + ".tmp"
+_TMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
 
 # The errors of a disk or folder that cannot take a file, and what to do about each.
 _REMEDY = {
@@ -130,7 +133,7 @@ def remove_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:
         return []
     removed = []
     for p in root.rglob(f".*{TMP_SUFFIX}"):
-        if p.is_file() and not p.is_symlink():
+        if _TMP_NAME.fullmatch(p.name) and p.is_file() and not p.is_symlink():
             p.unlink(missing_ok=True)
             removed.append(p)
     if removed:
