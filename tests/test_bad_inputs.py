@@ -225,8 +225,10 @@ def _ckpt(kind: str) -> Setup:
             w = d / "vae.safetensors"
             if kind == "weights-text":
                 w.write_text("not safetensors\n")
-            else:  # weights of another network
+            else:  # weights of another network, with their recorded hash
                 save_file({"encoder.0.weight": torch.zeros(3, 3)}, str(w))
+                digest = hashlib.sha256(w.read_bytes()).hexdigest()
+                (d / "vae.safetensors.sha256").write_text(f"{digest}  vae.safetensors\n")
                 if kind == "weights-truncated":
                     _truncate(w)
             return
@@ -446,15 +448,17 @@ CASES: list[tuple[str, Setup, list[str], str]] = [
     ("weights-other-model", _ckpt("weights-other"), DIS, "vae.safetensors does not match VAE"),
     ("ckpt-latest-garbage", _ckpt("latest-garbage"), DIS, "checkpoints/latest.json is corrupt"),
     ("ckpt-latest-dangling", _ckpt("latest-dangling"), DIS,
-     "checkpoint file missing: "),
-    ("ckpt-json-truncated", _ckpt("json-truncated"), DIS, "checkpoint step_00000003 in"),
-    ("ckpt-tensors-truncated", _ckpt("tensors-truncated"), DIS, "checkpoint step_00000003 in"),
+     "checkpoints/latest.json is corrupt: it records no content hashes"),
+    ("ckpt-json-truncated", _ckpt("json-truncated"), DIS,
+     "checkpoints/step_00000003.json does not match the SHA-256 recorded"),
+    ("ckpt-tensors-truncated", _ckpt("tensors-truncated"), DIS,
+     "checkpoints/step_00000003.safetensors does not match the SHA-256 recorded"),
     ("ckpt-tensors-missing", _ckpt("tensors-missing"), DIS,
      "checkpoint file missing: TMP/out/models/beta_vae-beta4-s0/train/checkpoints/step_00000003.safetensors"),
     ("ckpt-tensor-absent", _ckpt("tensor-absent"), DIS,
-     "checkpoint step_00000003 in TMP/out/models/beta_vae-beta4-s0/train/checkpoints is incomplete"),
+     "step_00000003.safetensors does not match the SHA-256 recorded"),
     ("ckpt-json-not-object", _ckpt("json-list"), DIS,
-     "step_00000003.json: unsupported checkpoint format 'list'"),
+     "step_00000003.json does not match the SHA-256 recorded"),
     ("ckpt-other-model", _ckpt("other-model"), DIS, "checkpoints does not match this model"),
     ("cached-record-corrupt", _cached_record, DIS, "models/ground-truth/result.json"),
     # results.json to merge and summary

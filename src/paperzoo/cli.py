@@ -1,6 +1,6 @@
 """The ``paperzoo`` command: parses the arguments and dispatches to ``list``
 (``paperzoo.catalogue``), ``config``, ``reproduce`` (``paperzoo.experiments.request``), ``merge``,
-``summary`` and ``bench`` (``paperzoo.bench``)."""
+``summary``, ``verify`` (``paperzoo.experiments.verifying``) and ``bench`` (``paperzoo.bench``)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
         "seeds are named, never shown as verdicts (they chose configs)",
     )
     su.add_argument("--html", type=Path, help="also write a self-contained HTML page here")
+
+    v = sub.add_parser(
+        "verify",
+        help="re-measure every claim from the final weights stored in a run directory and "
+        "compare with its results.json (exit 1: a value differs)",
+    )
+    v.add_argument("dir", type=Path, help="a run directory, or a --seeds run's (its seed runs too)")
 
     n = sub.add_parser(
         "new", help="write a package for a paper of your own (docs/your-paper.md), ready to install"
@@ -275,8 +282,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for d in args.dirs:  # (runs inside --out, e.g. OUT/seed-0, are the layout --seeds writes)
         if d.resolve() == out:
             raise UsageError(f"--out {args.out} is one of the runs merged ({d}): choose another")
+    from paperzoo.utils.lock import holding
+
     try:
-        result = merge_dirs(args.dirs, args.out, command=args.command_line)
+        with holding(args.out, command=args.command_line):
+            result = merge_dirs(args.dirs, args.out, command=args.command_line)
     except ValueError as err:
         raise UsageError(str(err)) from None
     _print_table(result, args.out)
@@ -314,6 +324,40 @@ def _check_writable_file(path: Path, flag: str) -> None:
     folder = path.resolve().parent
     if not folder.is_dir():
         raise UsageError(f"{flag} {path}: its folder {folder} does not exist")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """``verify DIR``: every differing value on its own line; exit 1 when any differs, 2 when
+    DIR cannot be verified."""
+    import shlex
+
+    from paperzoo.experiments.verifying import verify_dir
+    from paperzoo.utils.lock import holding
+
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir} is not a directory")
+
+    def request_of(command: str) -> RunRequest:
+        argv = shlex.split(command)
+        parsed = build_parser().parse_args(argv[1:]) if argv[:1] == ["paperzoo"] else None
+        if parsed is None or parsed.command != "reproduce":
+            raise ValueError("not a paperzoo reproduce command")
+        parsed.command_line = command
+        try:
+            return run_request(parsed)
+        except UsageError as err:
+            raise ValueError(str(err)) from None
+
+    with holding(args.dir, command=args.command_line):  # (verify.json is written there)
+        outcome = verify_dir(args.dir, request_of)
+    for d in outcome.differences:
+        sys.stdout.write(d.line() + "\n")
+    bad = len(outcome.differences)
+    sys.stdout.write(
+        f"verify {args.dir}: {outcome.compared} stored values compared with what the stored "
+        + (f"weights give: {bad} differ\n" if bad else "weights give: all equal\n")
+    )
+    return 1 if bad else 0
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -384,6 +428,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return cmd_summary(args)
         if args.command == "new":
             return cmd_new(args)
+        if args.command == "verify":
+            return cmd_verify(args)
         return cmd_bench(args)
     except UsageError as err:
         sys.stderr.write(f"paperzoo: error: {_one_line(err)}\n")
@@ -392,11 +438,16 @@ def _main(argv: Sequence[str] | None) -> int:
         from paperzoo.data import DataError
         from paperzoo.engine import CheckpointError
         from paperzoo.experiments.request import SeedRunError
+        from paperzoo.utils.io import WriteError, is_disk_error
 
         if isinstance(err, SeedRunError):
             sys.stderr.write(f"paperzoo: error: {err}\n")
             return 1
 
+        if isinstance(err, OSError) and is_disk_error(err):  # a full disk, a read-only folder
+            said = err if isinstance(err, WriteError) else f"{err.filename}: {err.strerror}"
+            sys.stderr.write(f"paperzoo: error: {_one_line(said)}\n")
+            return 2
         if isinstance(err, DataError | CheckpointError | ValueError | KeyError):
             msg = err.args[0] if isinstance(err, KeyError) and err.args else err
             sys.stderr.write(f"paperzoo: error: {_one_line(msg)}\n")

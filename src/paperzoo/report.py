@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from paperzoo.utils.format import format_number
-from paperzoo.utils.io import atomic_write_text
+from paperzoo.utils.io import atomic_savefig, atomic_write_text
 from paperzoo.verdict import (
     ClaimResult,
     Count,
@@ -248,8 +248,7 @@ def plot_findings_by_seed(result: Result, path: str | Path) -> bool:
     for ax in list(axes.flat)[len(plotted) :]:
         ax.axis("off")
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    atomic_savefig(fig, path, dpi=90)
     plt.close(fig)
     return True
 
@@ -268,6 +267,7 @@ def write_report(result: Result, out_dir: str | Path, count: Count) -> tuple[Pat
         if plot_findings_by_seed(result, out / rel):
             result.figures.append(rel)
     jpath, mpath = out / "results.json", out / "report.md"
-    atomic_write_text(jpath, json.dumps(result.to_dict(count.record()), indent=2) + "\n")
-    atomic_write_text(mpath, render_markdown(count))
+    text = json.dumps(result.to_dict(count.record()), indent=2) + "\n"
+    atomic_write_text(jpath, text, what="the results")
+    atomic_write_text(mpath, render_markdown(count), what="the report")
     return jpath, mpath

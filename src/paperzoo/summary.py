@@ -39,6 +39,7 @@ from urllib.parse import quote
 
 from paperzoo.experiments.base import Experiment, NotRun
 from paperzoo.experiments.judging import judge_runs
+from paperzoo.experiments.verifying import verification_flag
 from paperzoo.utils.format import format_number
 from paperzoo.verdict import (
     ALPHA,
@@ -85,7 +86,8 @@ class _Run:
 
     @property
     def flags(self) -> list[str]:
-        return list(self.count.flags)
+        verified = verification_flag(self.dir)  # never verified, or failed (paperzoo verify)
+        return list(self.count.flags) + ([verified] if verified else [])
 
     @property
     def part(self) -> str | None:

@@ -55,7 +55,7 @@ def test_corrupt_or_missing_checkpoint_raises_clear_error(tmp_path):
         load_state(tmp_path)
     save_state(tmp_path, 1, {"x": torch.tensor([1.0])})
     (tmp_path / "step_00000001.safetensors").write_bytes(b"garbage")
-    with pytest.raises(CheckpointError, match="corrupt"):
+    with pytest.raises(CheckpointError, match="does not match the SHA-256.*--restart"):
         load_state(tmp_path)
     (tmp_path / "latest.json").write_text(json.dumps({"stem": "x"}))
     with pytest.raises(CheckpointError, match="corrupt"):
@@ -76,6 +76,97 @@ def test_weights_round_trip_and_mismatch(tmp_path):
         load_weights(tmp_path / "w.safetensors", torch.nn.Linear(4, 2))
     with pytest.raises(CheckpointError, match="not found"):
         load_weights(tmp_path / "nope.safetensors", b)
+
+
+def _flip_same_size(path, at: int = -64) -> None:
+    """Change bytes of ``path`` without changing its size (what safetensors cannot see)."""
+    data = bytearray(path.read_bytes())
+    data[at : at + 16] = bytes(b ^ 0xFF for b in data[at : at + 16])
+    path.write_bytes(bytes(data))
+
+
+def test_same_size_corruption_falls_back_to_the_newest_intact_checkpoint(tmp_path, caplog):
+    save_state(tmp_path, 1, {"x": torch.full((64,), 1.0)})
+    save_state(tmp_path, 2, {"x": torch.full((64,), 2.0)})
+    _flip_same_size(tmp_path / "step_00000002.safetensors")
+    step, st = load_state(tmp_path)
+    assert step == 1 and st["x"][0].item() == 1.0  # the damaged newest one is skipped
+    assert "step_00000002.safetensors does not match the SHA-256" in caplog.text
+    _flip_same_size(tmp_path / "step_00000001.json", at=2)  # the JSON half counts too
+    with pytest.raises(CheckpointError) as err:
+        load_state(tmp_path)
+    message = str(err.value)
+    assert "step_00000002.safetensors does not match the SHA-256" in message
+    assert "no intact checkpoint" in message and "--restart" in message
+    assert "\n" not in message
+
+
+def test_a_step_saved_again_never_overwrites_the_files_the_manifest_lists(tmp_path, monkeypatch):
+    save_state(tmp_path, 1, {"x": torch.zeros(1)})
+    save_state(tmp_path, 2, {"x": torch.ones(1), "finished": False})
+    listed = {p.name: p.read_bytes() for p in tmp_path.glob("step_00000002.*")}
+
+    def killed(*args, **kwargs):  # the process dies before the manifest names the new files
+        raise KeyboardInterrupt
+
+    import paperzoo.engine.checkpoint as ckpt
+
+    real = ckpt.atomic_write_text
+    monkeypatch.setattr(
+        ckpt,
+        "atomic_write_text",
+        lambda p, t, **kw: killed() if p.name == "latest.json" else real(p, t, **kw),
+    )
+    with pytest.raises(KeyboardInterrupt):
+        save_state(tmp_path, 2, {"x": torch.ones(1), "finished": True})  # the final save
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("step_00000002.*")} == listed
+    assert load_state(tmp_path)[1]["finished"] is False  # intact: the save before the kill
+    save_state(tmp_path, 2, {"x": torch.ones(1), "finished": True})
+    assert load_state(tmp_path) == (2, {"x": torch.ones(1), "finished": True})
+    manifest = json.loads((tmp_path / "latest.json").read_text())
+    assert list(manifest["checkpoints"]) == ["step_00000001", "step_00000002_1"]  # one per step
+    assert sorted(p.name for p in tmp_path.glob("step_*")) == [
+        "step_00000001.json", "step_00000001.safetensors",
+        "step_00000002_1.json", "step_00000002_1.safetensors",
+    ]  # fmt: skip
+
+
+def test_a_checkpoint_of_another_run_is_refused(tmp_path):
+    from paperzoo.engine.checkpoint import run_identity
+
+    with run_identity("a" * 64):
+        save_state(tmp_path, 1, {"x": torch.zeros(1)})
+        assert load_state(tmp_path)[0] == 1
+    with run_identity("b" * 64), pytest.raises(CheckpointError, match="written by another run"):
+        load_state(tmp_path)
+    assert json.loads((tmp_path / "latest.json").read_text())["checkpoints"]["step_00000001"][
+        "run"
+    ] == ("a" * 64)
+
+
+def test_evaluation_only_refuses_to_train():
+    from paperzoo.engine.checkpoint import check_may_train, evaluation_only
+
+    check_may_train("ckpts", "model")  # outside: training is fine
+    with evaluation_only(), pytest.raises(CheckpointError, match="model: no finished checkpoint"):
+        check_may_train("ckpts", "model")
+    with evaluation_only():
+        check_may_train(None, "model")  # a model that never checkpoints is retrained, as on resume
+
+
+def test_weights_carry_their_hash(tmp_path):
+    a, b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+    path = tmp_path / "w.safetensors"
+    save_weights(path, a)
+    assert (tmp_path / "w.safetensors.sha256").read_text().endswith("  w.safetensors\n")
+    _flip_same_size(path)
+    with pytest.raises(CheckpointError, match="w.safetensors is corrupt: it does not match"):
+        load_weights(path, b)
+    save_weights(path, a)
+    (tmp_path / "w.safetensors.sha256").unlink()
+    with pytest.raises(CheckpointError, match="recorded SHA-256 .* is missing"):
+        load_weights(path, b)
 
 
 def test_the_rng_of_the_current_cuda_device_only(monkeypatch) -> None:  # noqa: ANN001

@@ -146,9 +146,10 @@ def fit_batched(
     history: list[dict[str, Any]] = []
     # Sum of the K losses over the steps since the previous record, and their number.
     window: dict[str, Any] = {"sum": None, "steps": 0}
-    start = 0
+    start, resumed = 0, False
     ckpt_dir = None if out_dir is None else out_dir / "checkpoints"
     if ckpt_dir is not None and resume and ckpt.latest_step(ckpt_dir) is not None:
+        resumed = True
         start, state = ckpt.load_state(ckpt_dir)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -159,7 +160,9 @@ def fit_batched(
         if state["finished"] and start >= steps:  # (steps may grow: training continues)
             keeper.load_into(model)
             return history
-    elif ckpt_dir is not None:
+    if ckpt_dir is not None:  # (inside ckpt.evaluation_only: refused)
+        ckpt.check_may_train(ckpt_dir, desc)
+    if ckpt_dir is not None and not resumed:
         ckpt.remove_all(ckpt_dir)
 
     def save(step: int, finished: bool) -> None:

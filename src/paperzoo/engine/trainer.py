@@ -88,7 +88,7 @@ from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
 from paperzoo.engine.transfer import to_device
 from paperzoo.engine.window import MetricWindow
-from paperzoo.utils.io import atomic_write_text
+from paperzoo.utils.io import WriteError, atomic_write_text, is_disk_error
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +376,7 @@ class Trainer:
             )
             raise ckpt.CheckpointError(
                 f"the checkpoint in {self.checkpoint_dir} was written with other settings "
-                f"({diff}); remove it or train into another directory"
+                f"({diff}): train into another directory, or restart the run (--restart)"
             )
         try:
             for k, m in self._modules().items():
@@ -401,7 +401,8 @@ class Trainer:
         if self.step > self.config.steps:
             raise ckpt.CheckpointError(
                 f"the checkpoint in {self.checkpoint_dir} is at step {self.step}, past this "
-                f"run's {self.config.steps} steps; remove it or train into another directory"
+                f"run's {self.config.steps} steps: train into another directory, or restart the run "
+                "(--restart)"
             )
         # (Checkpoints written before the flag existed: the last one was written at the end.)
         done = bool(state.get("finished", True))
@@ -582,9 +583,15 @@ class Trainer:
         self.history.records.append(record)
         if self.out_dir is None or not self.dist.is_main:
             return
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.out_dir / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(record) + "\n")
+        path = self.out_dir / "metrics.jsonl"
+        try:  # (a resumed run rewrites the file from its history: a torn line does not stay)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            with open(path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as err:
+            if is_disk_error(err):
+                raise WriteError(path, "the training log", err) from None
+            raise
         if self._tb is not None:
             self._tb.add(record)
 
@@ -640,6 +647,8 @@ class Trainer:
             resumed = self.resume() if resume else False
             if resume and self.dist.enabled:
                 self._agree_resumed()
+            if not self.finished:  # (inside ckpt.evaluation_only: refused)
+                ckpt.check_may_train(self.checkpoint_dir, self.config.desc)
             if not resumed and self.checkpoint_dir is not None and self.dist.is_main:
                 ckpt.remove_all(self.checkpoint_dir)
             self._restart_metrics_file()

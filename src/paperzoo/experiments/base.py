@@ -25,6 +25,7 @@ from paperzoo.data.holdout import guard as _guard
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.registry import Registry
+from paperzoo.utils.io import atomic_savefig
 from paperzoo.verdict.targets import validate_diagnosis, validate_target
 
 log = logging.getLogger(__name__)
@@ -358,7 +359,7 @@ class RunContext:
         returns the relative path for ``Outcome.figures``."""
         fig.tight_layout()
         path, rel = self.figure_path(name)
-        fig.savefig(path, dpi=dpi)
+        atomic_savefig(fig, path, dpi=dpi)
         return rel
 
     @property

@@ -4,9 +4,10 @@ The command line is parsed once into a ``RunRequest``, the values of the options
 ``paperzoo.experiments.flags.REPRODUCE_FLAGS``; everything that repeats the command is made from
 it and that table: the ``RunContext`` of each seed's run (``context``), the command line of each
 seed's process in a multi-seed run (``child_argv``), and the command that resumes an interrupted
-run (``resume_command``). ``run`` checks the request before anything is written, then runs it:
-one process per seed with ``--seeds`` (``jobs`` at a time, aggregated), else in this process
-(under torchrun every rank runs each seed in turn).
+run (``resume_command``). ``run`` checks the request before anything is written, takes the lock
+of the output folder (``paperzoo.utils.lock``: one writer per folder; the seed processes work
+under it), then runs it: one process per seed with ``--seeds`` (``jobs`` at a time, aggregated),
+else in this process (under torchrun every rank runs each seed in turn).
 
 A paper's own options (``Experiment.options``, e.g. GG-NN's ``--folds``) travel in the request
 by flag and reach only the papers that declare them.
@@ -22,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -42,6 +44,7 @@ from paperzoo.experiments.runner import (
     resolve_config,
     run_experiment,
 )
+from paperzoo.utils.lock import holding
 from paperzoo.verdict import Result
 
 log = logging.getLogger(__name__)
@@ -306,16 +309,28 @@ class RunRequest:
             SeedUsageError, SeedRunError: a seed's process failed (``--seeds``).
             paperzoo.engine.interrupt.Interrupted: a signal stopped the run (``resume_command``
                 resumes it).
+            paperzoo.utils.lock.FolderBusy: another live run writes to the output folder.
         """
-        import torch
-
-        from paperzoo.engine import init_distributed, seed_everything
+        from paperzoo.engine import init_distributed
 
         overrides = self.check()
         device = resolve_device(self.device)
         dist = init_distributed(device)
         if dist.enabled and device.startswith("cuda"):
             device = f"cuda:{dist.local_rank}"
+        # one writer per output folder (rank 0 holds it for the ranks; seed processes work
+        # under their parent's lock): taken before anything is written there
+        folders = [self.out] if self.out is not None else [self.out_dir(n) for n in self.names]
+        with holding(*folders, command=self.command) if dist.is_main else nullcontext():
+            yield from self._run(overrides, device, dist)
+
+    def _run(
+        self, overrides: dict[str, str], device: str, dist: DistInfo
+    ) -> Iterator[tuple[str, Result, Path]]:
+        import torch
+
+        from paperzoo.engine import seed_everything
+
         for name in self.names:
             out = self.out_dir(name)
             seeds, done = list(self.seeds), []

@@ -6,7 +6,9 @@ same directory. A rerun of the same command with the same ``--out`` and the same
 resumes: finished models are loaded, unfinished ones continue from their last checkpoint. A
 different command, other code (another commit, a dirty tree made clean, any source change) or
 other data files pointed at that directory is refused: models trained by other code must not
-end up in a result labelled with this code. ``--restart`` starts such a directory over.
+end up in a result labelled with this code. ``--restart`` starts such a directory over. Every
+checkpoint the run writes records the digest of its record (``run_digest``: the whole resolved
+config, the seed, the code and the data), and one that records another is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import torch
 
-from paperzoo.engine import budget, tensorboard
+from paperzoo.engine import budget, checkpoint, tensorboard
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import check_shared_dir
 from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
@@ -29,6 +31,7 @@ from paperzoo.experiments.judging import judge
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import write_report
 from paperzoo.utils.io import atomic_write_text
+from paperzoo.utils.lock import LOCK_NAME
 from paperzoo.verdict import ClaimResult, Result, check_measurement
 
 log = logging.getLogger(__name__)
@@ -151,6 +154,14 @@ def run_spec(name: str, ctx: RunContext, cfg: Any, dataset: str | None) -> dict[
     return spec
 
 
+def run_digest(spec: dict[str, Any]) -> str:
+    """The SHA-256 of a run's ``run_spec``: the identity its checkpoints record
+    (``paperzoo.engine.checkpoint.run_identity``)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
 def data_files_digest(data_root: Path | str | None, max_files: int = 50_000) -> str | None:
     """A digest of the files under ``data_root`` (relative path, size, modification time),
     or None without one: what a resumed run must find unchanged. Generated and embedded data are
@@ -255,7 +266,8 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
             f"{'; ...' if len(diff) > 4 else ''}): to resume it repeat its command; "
             "otherwise choose another --out or delete the directory"
         )
-    atomic_write_text(record, json.dumps(spec, indent=2) + "\n")  # nothing to resume: ours now
+    # nothing to resume: ours now
+    atomic_write_text(record, json.dumps(spec, indent=2) + "\n", what="the run record")
     return False
 
 
@@ -284,7 +296,7 @@ def clear_run(out_dir: Path, paper: str | None = None) -> None:
             "(delete it yourself or choose another --out)"
         )
     for p in out_dir.iterdir():
-        if p.name == "log.txt":
+        if p.name in ("log.txt", LOCK_NAME):
             continue
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p)
@@ -355,6 +367,7 @@ def run_experiment(
     with (
         SessionClock(Path(ctx.out_dir), resumed, enabled=ctx.dist.is_main) as clock,
         tensorboard.requested(ctx.tensorboard),  # --tensorboard: the Trainers write event files
+        checkpoint.run_identity(run_digest(spec)),  # checkpoints of another run are refused
     ):
         result = _run_and_build(exp, cfg, ctx, overrides, clock)
     if ctx.dist.is_main:
