@@ -174,20 +174,19 @@ def relaunch(
 ) -> Progress:
     """Continue the launch in ``root`` (``paperzoo launch --out DIR``): ``advance`` it, with
     new Slurm options or another executor where given. ``merge_job``: called from the launch's
-    own merge job (it is not cancelled as superseded)."""
+    own merge job (which is then not cancelled as superseded)."""
     state = LaunchState.load(root.resolve())
     if executor is not None:
         state.executor = executor
     if slurm_options is not None:
         state.slurm = slurm_options
-    if merge_job:
-        state.merge_job = None
-    return advance(state, jobs=jobs)
+    return advance(state, jobs=jobs, merging=merge_job)
 
 
-def advance(state: LaunchState, *, jobs: int = 1) -> Progress:
+def advance(state: LaunchState, *, jobs: int = 1, merging: bool = False) -> Progress:
     """Submit (or run) the cells that are missing, merge the papers whose cells are done and add
     the seeds the seed rule asks for, until the launch waits for Slurm or is complete.
+    ``merging``: called from the launch's merge job (which must not cancel itself).
 
     Raises:
         LaunchError: Slurm refused a job (one line: sbatch's error), or a merge failed.
@@ -200,7 +199,7 @@ def advance(state: LaunchState, *, jobs: int = 1) -> Progress:
             active = [i for i in todo if found.get(state.jobs.get(i, ""), ("",))[0] in slurm.ACTIVE]
             missing = [i for i in todo if i not in active]
             if missing or active:
-                _submit(state, missing, active, progress)
+                _submit(state, missing, active, progress, merging=merging)
                 progress.waiting = [state.cells[i].id for i in todo]
                 return progress
         elif todo:
@@ -227,7 +226,12 @@ def _cells_of(state: LaunchState, name: str) -> list[Cell]:
 
 
 def _submit(
-    state: LaunchState, missing: Sequence[int], active: Sequence[int], progress: Progress
+    state: LaunchState,
+    missing: Sequence[int],
+    active: Sequence[int],
+    progress: Progress,
+    *,
+    merging: bool,
 ) -> None:
     """Submit the cells ``missing`` (one array per paper) and a merge job after them and the
     ``active`` ones, replacing a merge job still queued; every script is checked with
@@ -236,6 +240,8 @@ def _submit(
     for i in missing:
         by_paper.setdefault(state.cells[i].paper, []).append(i)
     scripts_dir = state.work / "scripts"
+    for folder in ("logs", "events"):  # (Slurm writes no log into a folder that is not there)
+        (state.work / folder).mkdir(parents=True, exist_ok=True)
     n = len(list(scripts_dir.glob("*.sbatch"))) if scripts_dir.is_dir() else 0
     scripts = []
     for k, (paper, indices) in enumerate(by_paper.items()):
@@ -252,7 +258,7 @@ def _submit(
         after.append(array)
         progress.jobs.append(array)
         progress.submitted += [state.cells[i].id for i in indices]
-    queued = slurm.queue([state.merge_job]) if state.merge_job else {}
+    queued = slurm.queue([state.merge_job]) if state.merge_job and not merging else {}
     merge_active = queued.get(state.merge_job or "", ("",))[0] in slurm.ACTIVE
     if merge_active and not missing:
         return  # the merge job already waits for every active cell
