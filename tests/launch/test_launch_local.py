@@ -61,7 +61,7 @@ def test_the_merged_cells_equal_reproduce_seeds(launched):
     assert _claims(out) == _claims(ref)
     result = json.loads((out / "results.json").read_text())
     assert result["seeds"] == [0, 1] and result["seed_dirs"] == ["seed-0", "seed-1"]
-    s = status.status(out)
+    s = status(out)
     assert [r.state for r in s.cells] == ["done", "done"] and s.merged and s.relaunch is None
 
 
@@ -70,13 +70,13 @@ def test_a_launch_run_again_runs_only_the_cells_not_done(launched, capsys):
     assert main(["launch", "--out", str(out)]) == 0
     assert _starts(out) == [1, 1]  # nothing ran again
     (out / "seed-1" / "results.json").unlink()
-    s = status.status(out)
+    s = status(out)
     assert [r.state for r in s.cells] == ["done", "failed"]
     assert s.relaunch == f"paperzoo launch --out {out}"
     assert main(["launch", "--out", str(out)]) == 0
     assert _starts(out) == [1, 2]  # seed 1 alone, resumed from its final checkpoints
     assert "ran 1 cell(s) here" in capsys.readouterr().out
-    assert status.status(out).merged
+    assert status(out).merged
 
 
 def test_the_seed_rule_adds_the_cells_next_seeds_asks_for(tmp_path, monkeypatch):
@@ -132,9 +132,8 @@ def _error(capsys, argv: list[str]) -> str:
         (["gat", "--shard", "0/2"], "give --shards N"),
         (["gat", "--restart"], "--restart would start every requeued cell over"),
         (["gat", "--shards", "2"], "gat trains no grid"),
-        (["gat", "--scale", "full", "--nodes", "2"], "gat trains each model on one GPU"),
+        (["gat", "--nodes", "2"], "gat trains each model on one GPU"),
         (["gat", "nope"], "unknown paper 'nope'"),
-        (["gat", "--slurm-opt", "=x"], "--slurm-opt takes KEY=VALUE"),
         (["gat", "--jobs", "2", "--executor", "slurm"], None),
     ],
 )
@@ -143,6 +142,14 @@ def test_bad_launches_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, arg
     err = _error(capsys, ["launch", *args, "--out", str(tmp_path / "out")])
     assert says is None or says in err
     assert not (tmp_path / "out" / "launch.json").exists()
+
+
+def test_a_malformed_slurm_option_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["launch", "gat", "--slurm-opt", "=x", "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--slurm-opt takes KEY=VALUE" in err
 
 
 def test_no_slurm_is_one_line_and_local_is_the_default(tmp_path, capsys, monkeypatch):
@@ -161,5 +168,5 @@ def test_status_and_relaunch_of_a_folder_without_a_launch_exit_2(tmp_path, capsy
 
 def test_a_relaunch_keeps_the_launchs_own_reproduce_options(launched, capsys):
     out, _ = launched
-    err = _error(capsys, ["launch", "--out", str(out), "--scale", "quick"])
+    err = _error(capsys, ["launch", "--out", str(out), "--scale", "full"])
     assert "--scale changes the cells" in err

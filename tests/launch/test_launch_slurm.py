@@ -61,7 +61,7 @@ def _claims(out: Path) -> dict[str, tuple[list, str]]:
 
 
 def _merged(out: Path) -> bool:
-    return status.status(out).merged
+    return status(out).merged
 
 
 def test_a_launch_of_two_papers_merges_to_reproduce_seeds(tmp_path):
@@ -74,7 +74,7 @@ def test_a_launch_of_two_papers_merges_to_reproduce_seeds(tmp_path):
         args = ["reproduce", paper, "--seeds", "0-3", "--jobs", "1", *RUN, "--out"]
         assert main([*args, str(ref / paper)]) == 0
     _wait(lambda: _merged(out), "the merge job")
-    s = status.status(out)
+    s = status(out)
     assert [r.state for r in s.cells] == ["done"] * 8 and s.relaunch is None
     assert all(r.job and "_" in r.job for r in s.cells)
     for paper in ("gat", "path-sgd"):
@@ -116,7 +116,7 @@ def test_a_cell_requeued_while_running_resumes_to_the_uninterrupted_values(tmp_p
     )
     assert main(["reproduce", *args, "--out", str(ref)]) == 0  # uninterrupted
     _wait(lambda: _merged(out), "the requeued cell and the merge")
-    (row,) = status.status(out).cells
+    (row,) = status(out).cells
     assert row.state == "done" and row.attempts == 2
     state = LaunchState.load(out)
     assert [e.kind for e in read_events(state.events_file(0))].count("end") == 2
@@ -132,7 +132,7 @@ def test_a_cancelled_cell_is_failed_and_launch_again_resubmits_only_it(tmp_path,
     subprocess.run(["scancel", first.jobs[1]], check=True, timeout=60)
     _wait(lambda: first.done(0), "seed 0")
     _wait(
-        lambda: [r.state for r in status.status(out).cells] == ["done", "failed"],
+        lambda: [r.state for r in status(out).cells] == ["done", "failed"],
         "the cancelled cell to show as failed",
         timeout=120,
     )

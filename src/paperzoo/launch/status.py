@@ -4,8 +4,8 @@ A cell is ``done`` when its results.json is complete (``state.cell_done``); othe
 Slurm says of its job decides (``squeue``): ``pending``, ``running``, or ``requeued`` (pending
 again after an attempt started: preempted, at its time limit, or retried after a failure); a job
 Slurm no longer runs (ended, failed, cancelled, unknown) leaves the cell ``failed``, and a cell
-never submitted is ``missing``. Under the local executor a cell whose last attempt started and
-did not end is ``running``. The elapsed time adds up every attempt (the events file), the
+never submitted is ``missing``. Under the local executor a cell whose last attempt started, did
+not end and whose process still runs is ``running``. The elapsed time adds up every attempt (the events file), the
 GPU-hours are that time the cell's GPUs.
 """
 
@@ -66,6 +66,19 @@ class LaunchStatus:
     relaunch: str | None
 
 
+def _alive(pid: str) -> bool:
+    """Whether the local process ``pid`` (a cell's attempt) still runs."""
+    import os
+
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # another user's process of that id
+        return True
+    return True
+
+
 def _exit_note(rc: str) -> str:
     try:
         code = int(rc)
@@ -114,13 +127,19 @@ def status(root: Path) -> LaunchStatus:
         elif slurm_state in slurm.ACTIVE:
             what = "requeued" if starts else "pending"
             note = reason if reason and reason != "None" else ""
-        elif state.executor == "local" and started is not None:
+        elif state.executor == "local" and started is not None and _alive(events[-1].job):
             what = "running"
         elif job is None:
             what = "missing"
         else:
             what = "failed"
-            note = _exit_note(last_end) if last_end is not None else "no attempt started"
+            note = (
+                _exit_note(last_end)
+                if last_end is not None and started is None
+                else "killed (no exit status)"
+                if starts
+                else "no attempt started"
+            )
             if slurm_state:
                 note = f"{slurm_state.lower()}; {note}"
         if started is not None and what == "running":
