@@ -170,3 +170,17 @@ def test_a_relaunch_keeps_the_launchs_own_reproduce_options(launched, capsys):
     out, _ = launched
     err = _error(capsys, ["launch", "--out", str(out), "--scale", "full"])
     assert "--scale changes the cells" in err
+
+
+def test_shards_of_a_grid_merge_per_seed_to_the_unsharded_run(tmp_path):
+    out, ref = tmp_path / "launch", tmp_path / "ref"
+    args = ["resnet", "--seed", "0", *RUN]
+    assert main(["launch", *args, "--shards", "2", "--executor", "local", "--out", str(out)]) == 0
+    assert [c.id for c in LaunchState.load(out).cells] == [
+        "resnet/seed-0/shard-0",
+        "resnet/seed-0/shard-1",
+    ]
+    seed_run = json.loads((out / "seed-0" / "results.json").read_text())
+    assert seed_run["shards"] == {"n": 2, "merged": [0, 1]}
+    assert main(["reproduce", *args, "--out", str(ref)]) == 0
+    assert _claims(out) == _claims(ref)
