@@ -51,6 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("name", nargs="?", help="paper name (see `paperzoo list`)")
     add_reproduce_flags(r)  # (paperzoo.experiments.flags.REPRODUCE_FLAGS)
 
+    la = sub.add_parser(
+        "launch",
+        help="every cell of a reproduction (paper x seed x shard) a Slurm job or local process",
+        description="Split the reproduction into cells (paper x seed, x shard with --shards), "
+        "run each as a Slurm job (requeued after preemption) or a local process, and merge "
+        "them as `reproduce --seeds` does. Without NAME: continue the launch in --out DIR "
+        "(submit only the cells not done and not queued). docs/cluster.md",
+    )
+    la.add_argument("names", nargs="*", metavar="NAME", help="paper names (see `paperzoo list`)")
+    add_reproduce_flags(la)  # (the cells' reproduce options)
+    la.set_defaults(seed=None)  # no --seed / --seeds: the seed rule (paperzoo.launch.launching)
+    add_launch_flags(la)
+
+    st = sub.add_parser("status", help="where each cell of a launch stands; what to relaunch")
+    st.add_argument("dir", type=Path, help="the --out DIR of `paperzoo launch`")
+    st.add_argument("--json", action="store_true", help="machine-readable")
+
     c = sub.add_parser("config", help="the resolved config of a paper at a scale, as JSON")
     c.add_argument("name", help="paper name (see `paperzoo list`)")
     c.add_argument("--scale", default="quick", choices=("smoke", "quick", "full"))
@@ -109,6 +126,60 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def add_launch_flags(la: argparse.ArgumentParser) -> None:
+    """The options of ``paperzoo launch`` beside the reproduce options."""
+    from paperzoo.experiments.flags import non_negative, positive
+
+    la.add_argument(
+        "--executor",
+        choices=("slurm", "local"),
+        help="where the cells run (default: slurm where sbatch is on the PATH, else local)",
+    )
+    la.add_argument("--partition", help="Slurm partition (sbatch --partition)")
+    la.add_argument("--account", help="Slurm account (sbatch --account)")
+    la.add_argument("--qos", help="Slurm quality of service (sbatch --qos)")
+    la.add_argument(
+        "--slurm-opt",
+        dest="slurm_opts",
+        action="append",
+        type=_slurm_opt,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other sbatch option for every job (e.g. constraint=a100, time=2:00:00); "
+        "it overrides paperzoo's own",
+    )
+    la.add_argument(
+        "--retries",
+        type=non_negative,
+        help="requeues of a cell that fails (not a preemption, not bad arguments; default 2)",
+    )
+    la.add_argument(
+        "--nodes", type=positive, default=1, help="nodes per cell: torchrun over them (srun)"
+    )
+    la.add_argument(
+        "--gpus-per-node",
+        type=non_negative,
+        help="GPUs per node (default: 1 for a CUDA run, 0 on the CPU); above 1: torchrun",
+    )
+    la.add_argument(
+        "--shards", type=positive, help="split a paper's grid of models into N cells per seed"
+    )
+    la.add_argument(
+        "--merge",
+        action="store_true",
+        help="(the launch's merge job) merge the done cells, add the seed rule's next seeds",
+    )
+
+
+def _slurm_opt(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (or a bare ``KEY``) of ``--slurm-opt``, without leading dashes."""
+    key, _, value = text.partition("=")
+    key = key.strip().lstrip("-")
+    if not key or any(c.isspace() for c in key) or "\n" in value:
+        raise argparse.ArgumentTypeError(f"--slurm-opt takes KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from paperzoo.catalogue import list_catalogue, render_catalogue
 
@@ -160,16 +231,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             return stop.exit_code
 
 
-def run_request(args: argparse.Namespace) -> RunRequest:
-    """The ``RunRequest`` of parsed ``reproduce`` arguments; a paper NAME and ``--all`` together
-    (or neither), an unknown paper or another paper's option is a ``UsageError``."""
+def run_request(args: argparse.Namespace, names: list[str] | None = None) -> RunRequest:
+    """The ``RunRequest`` of parsed ``reproduce`` arguments (of the papers ``names``, else
+    ``NAME``); a paper NAME and ``--all`` together (or neither), an unknown paper or another
+    paper's option is a ``UsageError``."""
     from paperzoo.experiments import EXPERIMENTS
     from paperzoo.experiments.flags import read_flags
     from paperzoo.experiments.request import RunRequest
 
-    if args.all == bool(args.name):
+    names = names or ([args.name] if getattr(args, "name", None) else [])
+    if args.all == bool(names):
         raise UsageError("give either a paper NAME or --all")
-    names = EXPERIMENTS.names() if args.all else [args.name]
+    names = EXPERIMENTS.names() if args.all else names
     for n in names:
         if n not in EXPERIMENTS:
             raise UsageError(f"unknown paper {n!r}; known: {', '.join(EXPERIMENTS.names())}")
@@ -272,6 +345,119 @@ def _check_out_dir(out: Path | None) -> None:
         check_out_dir(out)
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    """``launch``: start or continue a launch; exit 1 when a local cell failed. SIGINT / SIGTERM
+    stop the local cells cleanly (they checkpoint); ``launch --out DIR`` continues them."""
+    from paperzoo import launch
+    from paperzoo.engine import interrupt
+    from paperzoo.launch.state import SlurmOptions
+
+    if args.executor == "slurm" and not launch.slurm.available():
+        raise UsageError("--executor slurm: sbatch not found (Slurm is not installed here)")
+    given = any(
+        v is not None for v in (args.partition, args.account, args.qos, args.retries)
+    ) or bool(args.slurm_opts)
+    options = SlurmOptions(
+        partition=args.partition,
+        account=args.account,
+        qos=args.qos,
+        extra=tuple(args.slurm_opts),
+        retries=2 if args.retries is None else args.retries,
+    )
+    with interrupt.handling():
+        try:
+            if args.names or args.all:
+                progress = _launch_new(args, options)
+            else:
+                progress = _launch_again(args, options if given else None)
+        except launch.LaunchError as err:
+            raise UsageError(str(err)) from None
+        except interrupt.Interrupted as stop:
+            sys.stderr.write(
+                f"paperzoo: {stop}: the cells running here are checkpointed; continue with:\n"
+                f"  paperzoo launch --out {args.out}\n"
+            )
+            return stop.exit_code
+    root = args.out.resolve()
+    sys.stdout.write(launch.describe(progress, root))
+    from paperzoo.verdict import load_result
+
+    for out in progress.merged.values():
+        _print_table(load_result(out), out)
+    return 1 if progress.failed else 0
+
+
+def _launch_new(args: argparse.Namespace, options: object) -> object:
+    """``launch NAME...``: the request of the reproduce options, then ``launch.start``."""
+    from paperzoo import launch
+
+    if args.merge:
+        raise UsageError("--merge continues a launch: give only --out DIR")
+    rule = args.seed is None and args.seeds is None
+    if args.seed is None:
+        args.seed = 0
+    request = run_request(args, names=list(dict.fromkeys(args.names)))
+    executor = args.executor or launch.default_executor()
+    return launch.start(
+        request,
+        executor=executor,
+        slurm_options=options,  # type: ignore[arg-type]
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        shards=args.shards,
+        jobs=args.jobs,
+        rule=rule,
+    )
+
+
+def _launch_again(args: argparse.Namespace, options: object) -> object:
+    """``launch --out DIR``: continue the launch there with the Slurm options given."""
+    from paperzoo import launch
+    from paperzoo.experiments.flags import REPRODUCE_FLAGS, Flag
+
+    if args.out is None:
+        raise UsageError("give paper NAMEs (or --all), or --out DIR of a launch to continue it")
+    ignored = {"out", "jobs", "seed"}
+    given = [
+        f.flag
+        for f in REPRODUCE_FLAGS
+        if isinstance(f, Flag) and f.dest not in ignored and f.read(args) != f.default
+    ] + [k.removeprefix("option ") for k in vars(args) if k.startswith("option ")]
+    if args.seed is not None:
+        given.append("--seed")
+    if args.shards is not None or args.nodes != 1 or args.gpus_per_node is not None:
+        given.append("--shards / --nodes / --gpus-per-node")
+    if given:
+        raise UsageError(
+            f"{given[0]} changes the cells: the launch in {args.out} keeps its own options "
+            "(continue it with --out DIR and Slurm options only, or choose another --out)"
+        )
+    return launch.relaunch(
+        args.out,
+        executor=args.executor,
+        slurm_options=options,  # type: ignore[arg-type]
+        jobs=args.jobs,
+        merge_job=args.merge,
+    )
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from paperzoo import launch
+
+    try:
+        s = launch.status(args.dir)
+    except launch.LaunchError as err:
+        raise UsageError(str(err)) from None
+    if args.json:
+        data = asdict(s) | {"root": str(s.root)}
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")
+    else:
+        sys.stdout.write(launch.render_status(s))
+    return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -424,6 +610,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return cmd_config(args)
         if args.command == "merge":
             return cmd_merge(args)
+        if args.command == "launch":
+            return cmd_launch(args)
+        if args.command == "status":
+            return cmd_status(args)
         if args.command == "summary":
             return cmd_summary(args)
         if args.command == "new":
