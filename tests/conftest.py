@@ -41,3 +41,13 @@ def _write_imagenet(root: Path, *, train: int = 2, val: int = 1, size: int = 256
 def write_imagenet():
     """``write_imagenet(root, *, train=2, val=1, size=256) -> root`` (``_write_imagenet``)."""
     return _write_imagenet
+
+
+@pytest.fixture
+def keep_threads():
+    """``main(... --threads 1)`` sets torch's thread count for the process: restore it."""
+    import torch
+
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)

@@ -25,12 +25,7 @@ ARGS += ["--set", f"steps={STEPS}"]
 ENV = os.environ | {"OMP_NUM_THREADS": "1", "PAPERZOO_CHECKPOINT_SECONDS": "0.05"}
 
 
-@pytest.fixture(autouse=True)
-def _keep_threads():
-    """``main(... --threads 1)`` sets torch's thread count for the process: restore it."""
-    n = torch.get_num_threads()
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("keep_threads")
 
 
 def _start(args: list[str], **kw) -> subprocess.Popen:

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from paperzoo.cli import main
 from paperzoo.utils.lock import LOCK_NAME
@@ -23,12 +22,7 @@ GAT = ["reproduce", "gat", "--scale", "smoke", "--quiet", "--threads", "1"]
 ENV = os.environ | {"OMP_NUM_THREADS": "1", "PAPERZOO_CHECKPOINT_SECONDS": "0.05"}
 
 
-@pytest.fixture(autouse=True)
-def _keep_threads():
-    """``main(... --threads 1)`` sets torch's thread count for the process: restore it."""
-    n = torch.get_num_threads()
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("keep_threads")
 
 
 def _claims(out: Path) -> dict[str, list]:

@@ -61,7 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     la.add_argument("names", nargs="*", metavar="NAME", help="paper names (see `paperzoo list`)")
     add_reproduce_flags(la)  # (the cells' reproduce options)
-    la.set_defaults(seed=None)  # no --seed / --seeds: the seed rule (paperzoo.launch.launching)
     add_launch_flags(la)
 
     st = sub.add_parser("status", help="where each cell of a launch stands; what to relaunch")
@@ -407,7 +406,7 @@ def _launch_new(args: argparse.Namespace, options: object) -> object:
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
         shards=args.shards,
-        jobs=args.jobs,
+        jobs=args.jobs or 1,
         rule=rule,
     )
 
@@ -438,7 +437,7 @@ def _launch_again(args: argparse.Namespace, options: object) -> object:
         args.out,
         executor=args.executor,
         slurm_options=options,  # type: ignore[arg-type]
-        jobs=args.jobs,
+        jobs=args.jobs or 1,
         merge_job=args.merge,
     )
 

@@ -86,18 +86,12 @@ def test_the_seed_rule_adds_the_cells_next_seeds_asks_for(tmp_path, monkeypatch)
         asked.append(list(result.seeds))
         return [1] if list(result.seeds) == [0] else []
 
-    monkeypatch.setattr(launching, "RULE_SEEDS", (0,))
-    monkeypatch.setattr(paperzoo.verdict, "next_seeds", next_seeds, raising=False)
+    monkeypatch.setattr(launching, "PROTOCOL_SEEDS", (0,))
+    monkeypatch.setattr(paperzoo.verdict, "next_seeds", next_seeds)
     out = tmp_path / "rule"
     assert main(["launch", "path-sgd", *RUN, "--executor", "local", "--out", str(out)]) == 0
     assert asked == [[0], [0, 1]]
     assert json.loads((out / "results.json").read_text())["seeds"] == [0, 1]
-
-
-def test_without_next_seeds_the_rule_adds_nothing(monkeypatch):
-    monkeypatch.delattr(paperzoo.verdict, "next_seeds", raising=False)
-    assert launching.next_seeds_rule() is None
-    assert launching.more_seeds(object(), []) == []  # type: ignore[arg-type]
 
 
 def test_status_names_failed_and_missing_cells_and_the_relaunch(tmp_path, capsys):

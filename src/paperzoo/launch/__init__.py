@@ -11,7 +11,6 @@ from paperzoo.launch.launching import (
     describe,
     merge_papers,
     more_seeds,
-    next_seeds_rule,
     relaunch,
     start,
 )
@@ -34,7 +33,6 @@ __all__ = [
     "describe",
     "merge_papers",
     "more_seeds",
-    "next_seeds_rule",
     "relaunch",
     "render_status",
     "start",

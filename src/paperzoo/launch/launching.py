@@ -18,7 +18,7 @@ which every later step calls too (``paperzoo launch --out DIR`` to relaunch, the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING
 from paperzoo.launch import local, slurm
 from paperzoo.launch.plan import Cell, LaunchError, PaperPlan, resources
 from paperzoo.launch.state import STATE_FILE, LaunchState, SlurmOptions
+from paperzoo.verdict import PROTOCOL_SEEDS
 
 if TYPE_CHECKING:
     from paperzoo.experiments.request import RunRequest
     from paperzoo.verdict import Result
 
 log = logging.getLogger(__name__)
-
-RULE_SEEDS = (0, 1, 2, 3)  # the first look of the seed rule
 
 
 @dataclass
@@ -74,7 +73,7 @@ def check_request(request: RunRequest, executor: str) -> None:
         raise LaunchError("launch needs --out DIR (its cells, state and results go there)")
     if request.overrides and len(request.names) > 1:
         raise LaunchError("--set changes one paper's config: give one paper NAME")
-    if request.jobs > 1 and executor != "local":
+    if (request.jobs or 1) > 1 and executor != "local":
         raise LaunchError("--jobs is the number of local processes: it applies to --executor local")
     check = request if executor == "local" else _with(request, jobs=1, threads=None)
     check.check()
@@ -109,7 +108,7 @@ def plan_papers(
             raise LaunchError(f"{name} trains no grid of models: --shards does not apply")
         res = resources(name, request, nodes=nodes, gpus_per_node=gpus_per_node, shards=shards or 1)
         if executor == "local":  # the machine's cores shared by the cells at once
-            res = replace(res, threads=request.threads or max(1, cores() // request.jobs))
+            res = replace(res, threads=request.threads or max(1, cores() // (request.jobs or 1)))
         plans[name] = PaperPlan(
             paper=name,
             out="." if len(request.names) == 1 else name,
@@ -132,7 +131,7 @@ def start(
     rule: bool = False,
 ) -> Progress:
     """Launch the cells of ``request`` in ``request.out`` (adding to a launch already there)
-    and ``advance`` it. ``rule``: the seeds follow the seed rule (``RULE_SEEDS``, then what
+    and ``advance`` it. ``rule``: the seeds follow the seed rule (``PROTOCOL_SEEDS``, then what
     ``next_seeds`` adds) instead of ``request.seeds``.
 
     Raises:
@@ -157,7 +156,7 @@ def start(
     else:
         state = LaunchState(root, executor, request.command, plans, slurm=slurm_options)
         state.rule = rule
-    seeds = RULE_SEEDS if state.rule else request.seeds
+    seeds = PROTOCOL_SEEDS if state.rule else request.seeds
     for p in plans.values():
         state.add(p.cells(seeds, root))
     state.save()
@@ -301,22 +300,13 @@ def merge_papers(state: LaunchState) -> dict[str, Result]:
     return merged
 
 
-def next_seeds_rule() -> Callable[[Result], Sequence[int]] | None:
-    """The seed rule's ``paperzoo.verdict.next_seeds`` (the seeds to add after a look), or None
-    where this version of paperzoo has none (then no seeds are added)."""
+def more_seeds(result: Result, cells: Sequence[Cell]) -> list[int]:
+    """The seeds the seed rule adds after ``result`` (the merge of ``cells``:
+    ``paperzoo.verdict.next_seeds``) that have no cell yet."""
     import paperzoo.verdict
 
-    return getattr(paperzoo.verdict, "next_seeds", None)
-
-
-def more_seeds(result: Result, cells: Sequence[Cell]) -> list[int]:
-    """The seeds the seed rule adds after ``result`` (the merge of ``cells``) that have no cell
-    yet; none without ``next_seeds``."""
-    rule = next_seeds_rule()
-    if rule is None:
-        return []
     have = {c.seed for c in cells}
-    return sorted({int(s) for s in rule(result)} - have)
+    return sorted({int(s) for s in paperzoo.verdict.next_seeds(result)} - have)
 
 
 def default_executor() -> str:
@@ -332,7 +322,6 @@ __all__ = [
     "describe",
     "merge_papers",
     "more_seeds",
-    "next_seeds_rule",
     "plan_papers",
     "relaunch",
     "start",
