@@ -211,15 +211,15 @@ def test_the_trainer_gathers_data_that_live_on_the_device_there() -> None:
 
 
 def test_the_trainers_host_batches_reach_the_device_pinned_and_stay_put_on_the_cpu() -> None:
-    from paperzoo.engine.trainer import _to_device
+    from paperzoo.engine.transfer import batch_to_device
 
     batch = (torch.zeros(4, 3), {"y": torch.zeros(4)}, [torch.zeros(2)])
     with recording_syncs() as events:
-        moved = _to_device(batch, META, channels_last=False)
+        moved = batch_to_device(batch, META, channels_last=False)
     assert not events
     assert {moved[0].device, moved[1]["y"].device, moved[2][0].device} == {META}
     with recording_syncs() as events:
-        same = _to_device(batch, torch.device("cpu"), channels_last=False)
+        same = batch_to_device(batch, torch.device("cpu"), channels_last=False)
     assert not events and same[0] is batch[0]  # no copy, no pinning on the CPU
 
 

@@ -86,7 +86,7 @@ from paperzoo.engine.distributed import (
 from paperzoo.engine.progress import ProgressLines
 from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.seeding import capture_global_rng, derive_seed, restore_global_rng
-from paperzoo.engine.transfer import to_device
+from paperzoo.engine.transfer import batch_to_device, to_device
 from paperzoo.engine.window import MetricWindow
 from paperzoo.utils.io import WriteError, atomic_write_text, is_disk_error
 
@@ -203,21 +203,6 @@ class History:
             if name in r:
                 return float(r[name])
         raise KeyError(f"metric {name!r} was never logged")
-
-
-def _to_device(batch: Any, device: torch.device, channels_last: bool) -> Any:
-    """``batch`` (a tensor, or tuples, lists and dicts of them) on ``device``: from the host to
-    CUDA through pinned memory without blocking (``engine.transfer.to_device``)."""
-    if isinstance(batch, Tensor):
-        batch = to_device(batch, device)
-        if channels_last and batch.dim() == 4:
-            batch = batch.contiguous(memory_format=torch.channels_last)
-        return batch
-    if isinstance(batch, list | tuple):
-        return type(batch)(_to_device(b, device, channels_last) for b in batch)
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device, channels_last) for k, v in batch.items()}
-    return batch
 
 
 def has_running_stats(model: nn.Module) -> bool:
@@ -727,7 +712,7 @@ class Trainer:
         try:
             while self.step < cfg.steps:
                 with in_clock_step():
-                    batch = _to_device(fetch(batches), self.device, cfg.channels_last)
+                    batch = batch_to_device(fetch(batches), self.device, cfg.channels_last)
                     in_step = 1
                     try:
                         metrics = self._one_step(batch)

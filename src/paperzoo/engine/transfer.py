@@ -15,10 +15,12 @@ Copies to the host (``.cpu()``) are reads and stay blocking: their caller needs 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
-__all__ = ["PINNED_COPY_DEVICES", "to_device"]
+__all__ = ["PINNED_COPY_DEVICES", "batch_to_device", "to_device"]
 
 # The device types whose copies from the host go through pinned memory (an asynchronous copy
 # from the host to CUDA needs page-locked memory; elsewhere pinning is not possible or gains
@@ -42,3 +44,18 @@ def to_device(x: Tensor, device: str | torch.device, dtype: torch.dtype | None =
     if dev.type in PINNED_COPY_DEVICES and not x.is_pinned():
         x = x.pin_memory()  # page-locked: the copy below can run asynchronously
     return x.to(dev, dtype, non_blocking=True)
+
+
+def batch_to_device(batch: Any, device: torch.device, channels_last: bool = False) -> Any:
+    """``batch`` (a tensor, or tuples, lists and dicts of them) on ``device``, each tensor moved
+    by ``to_device``; 4-D tensors in channels-last memory format when ``channels_last``."""
+    if isinstance(batch, Tensor):
+        batch = to_device(batch, device)
+        if channels_last and batch.dim() == 4:
+            batch = batch.contiguous(memory_format=torch.channels_last)
+        return batch
+    if isinstance(batch, list | tuple):
+        return type(batch)(batch_to_device(b, device, channels_last) for b in batch)
+    if isinstance(batch, dict):
+        return {k: batch_to_device(v, device, channels_last) for k, v in batch.items()}
+    return batch
