@@ -147,9 +147,10 @@ def test_make_install_builds_the_venv_from_the_wheelhouse_alone(tree: Path) -> N
     proc = _make(tree, "install", f"TORCH_VERSION={torch_floor}")  # OFFLINE: the folder has wheels
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "--no-index --find-links" in proc.stdout
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's own paths
     listed = subprocess.run(
         [str(tree / ".venv" / "bin" / "python"), "-m", "pip", "list", "--format=json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=clean,
     )  # fmt: skip
     versions = {d["name"].lower(): d["version"] for d in json.loads(listed.stdout)}
     from paperzoo import __version__
@@ -160,7 +161,7 @@ def test_make_install_builds_the_venv_from_the_wheelhouse_alone(tree: Path) -> N
     located = subprocess.run(
         [str(tree / ".venv" / "bin" / "python"), "-c",
          "import importlib.util; print(importlib.util.find_spec('paperzoo').origin)"],
-        capture_output=True, text=True, check=True, cwd="/",
+        capture_output=True, text=True, check=True, cwd="/", env=clean,
     )  # fmt: skip
     assert located.stdout.strip() == str(tree / "src" / "paperzoo" / "__init__.py")  # editable
 
