@@ -43,6 +43,13 @@ def _write_wheel(folder: Path, name: str, version: str, files: dict[str, bytes])
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
+    return _zip_wheel(folder, norm, version, files)
+
+
+def _zip_wheel(folder: Path, norm: str, version: str, files: dict[str, bytes]) -> Path:
+    """``files`` (archive path -> bytes, the dist-info included) as a wheel in ``folder``, with
+    the RECORD that lists them."""
+    info = f"{norm}-{version}.dist-info"
     record = [_record_line(k, v) for k, v in files.items()] + [f"{info}/RECORD,,"]
     path = folder / f"{norm}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
@@ -70,13 +77,7 @@ def _repack(dist_name: str, folder: Path) -> Path:
     files[f"{info}/METADATA"] = dist.read_text("METADATA").encode()
     files = {k: v for k, v in files.items() if not k.endswith(".dist-info/WHEEL")}
     files[f"{info}/WHEEL"] = (dist.read_text("WHEEL") or "").encode()
-    record = [_record_line(k, v) for k, v in files.items()] + [f"{info}/RECORD,,"]
-    path = folder / f"{norm}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for k, v in files.items():
-            z.writestr(k, v)
-        z.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
-    return path
+    return _zip_wheel(folder, norm, version, files)
 
 
 def _requirements() -> dict[str, str]:
