@@ -9,7 +9,7 @@ the quick config, and also from the full config where its shapes differ.
 
 * **The step is the engine's.** Each contender is a real ``Trainer`` built for the path, and
   ``Trainer._one_step`` runs on one batch that went through the engine's own layout conversion
-  (``paperzoo.engine.trainer._to_device``). Channels-last therefore means exactly what the switch
+  (``paperzoo.engine.transfer.batch_to_device``). Channels-last therefore means exactly what the switch
   does: the model's parameters, and every 4-D batch tensor, in channels-last memory format.
   Modules the engine does not convert stay as they are, for example GAT's perturbation
   generator. The CoordConv painter and the CoordConv regressor (and its twin) convert their
@@ -96,7 +96,7 @@ from paperzoo.adversarial.training import adversarial_loss_fn, make_optimizer
 from paperzoo.data.not_so_clevr import CANVAS, onehot_images, scale_coords, square_images
 from paperzoo.data.transforms import translate
 from paperzoo.engine import TrainConfig, Trainer, seeded
-from paperzoo.engine.trainer import _to_device
+from paperzoo.engine.transfer import batch_to_device
 from paperzoo.experiments import EXPERIMENTS
 from paperzoo.experiments.coordconv.training import _accumulating_step
 from paperzoo.experiments.wrm import MNIST_CLIP, make_trainer_attack
@@ -470,7 +470,7 @@ def _engine(w: Workload, channels_last: bool) -> tuple[Trainer, Batch]:
         steps=1, batch_size=len(w.batch[0]), channels_last=channels_last, progress=False
     )
     trainer = Trainer(w.model, w.optimizer, w.loss_fn, config=config, manual=w.optimizer is None)
-    return trainer, _to_device(w.batch, trainer.device, channels_last)
+    return trainer, batch_to_device(w.batch, trainer.device, channels_last)
 
 
 def _loss_and_grads(w: Workload, model: nn.Module, batch: Batch) -> list[Tensor]:
