@@ -98,7 +98,6 @@ from paperzoo.data.transforms import translate
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.transfer import batch_to_device
 from paperzoo.experiments import EXPERIMENTS
-from paperzoo.experiments.coordconv.training import _accumulating_step
 from paperzoo.experiments.wrm import MNIST_CLIP, make_trainer_attack
 from paperzoo.models.coordconv import (
     ConvRegressor,
@@ -110,6 +109,7 @@ from paperzoo.models.resnet import CifarResNet
 from paperzoo.models.small import SmallCNN
 from paperzoo.models.vae import VAE, VAEConfig, make_optimizers, train_step
 from paperzoo.models.wrm import WRMNet
+from paperzoo.papers.coordconv.training import _accumulating_step
 from paperzoo.utils import count_macs
 
 TOL = 1e-3  # agreement tolerance (relative to each tensor's largest magnitude), fixed in advance
@@ -201,15 +201,15 @@ def _centres(n: int) -> Tensor:
     return torch.randint(0, CANVAS, (n, 2), generator=g)
 
 
-def _painter_cls(model: nn.Module, batch: Batch) -> Tensor:  # experiments/coordconv.py, cls_loss
+def _painter_cls(model: nn.Module, batch: Batch) -> Tensor:  # papers/coordconv.py, cls_loss
     return F.cross_entropy(model(batch[0]).flatten(1), batch[1])  # softmax over all pixels
 
 
-def _render(model: nn.Module, batch: Batch) -> Tensor:  # experiments/coordconv.py, render_loss
+def _render(model: nn.Module, batch: Batch) -> Tensor:  # papers/coordconv.py, render_loss
     return F.binary_cross_entropy_with_logits(model(batch[0]), batch[1])
 
 
-def _regress(model: nn.Module, batch: Batch) -> Tensor:  # experiments/coordconv.py, reg_loss
+def _regress(model: nn.Module, batch: Batch) -> Tensor:  # papers/coordconv.py, reg_loss
     return F.mse_loss(model(batch[0]), batch[1])
 
 
@@ -411,7 +411,7 @@ def _perceiver_convnet(scale: str) -> Callable[[int | None], Workload]:
             model = CifarResNet(depth=cfg.resnet_depth, base_width=cfg.resnet_width, in_chans=1)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
-        def loss_fn(m: nn.Module, b: Batch) -> Tensor:  # experiments/perceiver/training.py, fit
+        def loss_fn(m: nn.Module, b: Batch) -> Tensor:  # papers/perceiver/training.py, fit
             xb = translate(b[0], cfg.translate, 0.0)
             return F.cross_entropy(m(xb), b[1], label_smoothing=cfg.label_smoothing)
 

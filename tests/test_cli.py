@@ -168,7 +168,7 @@ def test_merge_rejects_seed_runs_of_other_papers_or_repeated_seeds(tmp_path, cap
 
 def _reads_files_at_full(name: str) -> bool:
     from paperzoo.experiments.base import Experiment
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     exp = get_experiment(name)
     return exp.paper_data is not None or type(exp).require_data is not Experiment.require_data
@@ -177,7 +177,7 @@ def _reads_files_at_full(name: str) -> bool:
 def test_every_experiment_with_real_data_declares_the_papers_data():
     """Full scale is the paper's setting: an experiment that reads data sets reads the paper's
     at full (never the first embedded one by default)."""
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     for name in EXPERIMENTS.names():
         exp = get_experiment(name)

@@ -216,7 +216,7 @@ def test_each_limit_is_derived_from_the_papers_counts() -> None:
 
     from paperzoo.cost import _full_plan
     from paperzoo.experiments import EXPERIMENTS
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     limits = _limits()
     assert sorted(limits) == sorted(EXPERIMENTS.names())
@@ -253,7 +253,7 @@ def test_every_registered_paper_runs_by_default_and_the_data_parallel_ones_under
     tmp_path: Path,
 ) -> None:
     from paperzoo.experiments import EXPERIMENTS
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     proc = _check(tmp_path, NPROC="1", PLAN="")  # the plan made by the script itself
     ran = [ln.split()[1] for ln in proc.stdout.splitlines() if " exit 0 after " in ln]

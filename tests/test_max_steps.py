@@ -199,7 +199,8 @@ def test_sync_points_and_the_first_record_are_timed_apart(tmp_path, monkeypatch)
 
 def test_the_perceivers_plan_on_synthetic_imagenet_has_the_papers_steps(tmp_path):
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import get_experiment, resolve_config
+    from paperzoo.experiments.lookup import get_experiment
+    from paperzoo.experiments.runner import resolve_config
 
     spec = importlib.util.spec_from_file_location("synth_data", HERE.parent / "tools/synth_data.py")
     assert spec is not None and spec.loader is not None

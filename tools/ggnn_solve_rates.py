@@ -77,10 +77,10 @@ def run_inits(args: argparse.Namespace, path: Path) -> dict:
     from paperzoo.data import babi
     from paperzoo.engine import derive_seed
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.ggnn import GGNNExperiment
-    from paperzoo.experiments.ggnn.config import _fold_key, task_setting
-    from paperzoo.experiments.ggnn.training import _split_train, graph_eval, train_restarts
     from paperzoo.experiments.overrides import apply_overrides, parse_set
+    from paperzoo.papers.ggnn import GGNNExperiment
+    from paperzoo.papers.ggnn.config import _fold_key, task_setting
+    from paperzoo.papers.ggnn.training import _split_train, graph_eval, train_restarts
 
     torch.set_num_threads(1)
     name = args.task

@@ -18,7 +18,7 @@ def plan(steps: int = 2) -> list[tuple[str, int, bool, str]]:
     """``(name, limit_s, torchrun, basis)`` per registered paper, the costliest first."""
     from paperzoo.cost import cached_costs, gpu_check_limit
     from paperzoo.experiments import EXPERIMENTS
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     costs = cached_costs()
     names = sorted(EXPERIMENTS.names(), key=lambda n: (-costs.get(n, {}).get("gpu_hours", 0.0), n))

@@ -115,7 +115,8 @@ def check_cuda(device: str) -> tuple[str, int]:
 def shm_need(papers: list[str], ranks: int, scale: str = "full") -> tuple[int, str]:
     """(bytes, the paper that needs them): the most any listed paper's loader workers hold in
     shared memory at once at its ``scale`` config on ``ranks`` ranks."""
-    from paperzoo.experiments.runner import get_experiment, resolve_config
+    from paperzoo.experiments.lookup import get_experiment
+    from paperzoo.experiments.runner import resolve_config
 
     need, who = 0, "none"
     for name in papers:
@@ -162,7 +163,7 @@ def check_disk(out: Path, gib: float) -> str:
 
 def check_data(papers: list[str], data_root: Path | None, synth: Path | None) -> str:
     from paperzoo.data import layouts
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     wanted = sorted({d for p in papers if (d := get_experiment(p).paper_data) is not None})
     if synth is not None:
@@ -196,7 +197,7 @@ def check_papers(names: list[str]) -> list[str]:
         sys.path.insert(0, str(ROOT / "src"))
     try:
         from paperzoo.experiments import EXPERIMENTS
-        from paperzoo.experiments.runner import get_experiment
+        from paperzoo.experiments.lookup import get_experiment
 
         known = EXPERIMENTS.names()
         for name in names or known:

@@ -17,7 +17,7 @@ def list_catalogue() -> dict[str, Any]:
     """The catalogue of ``paperzoo list --json`` (schema ``paperzoo.list/1``)."""
     from paperzoo.cost import paper_cost
     from paperzoo.experiments import EXPERIMENTS, SCALES
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     papers = []
     for name in EXPERIMENTS.names():

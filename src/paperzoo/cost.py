@@ -90,7 +90,8 @@ COSTS_FILE = Path(__file__).with_name("full_costs.json")
 
 def _full_plan(name: str) -> tuple[Any, list[tuple[str, int]]]:
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import get_experiment, resolve_config
+    from paperzoo.experiments.lookup import get_experiment
+    from paperzoo.experiments.runner import resolve_config
 
     cfg = resolve_config(name, "full")
     return cfg, get_experiment(name).plan(cfg, RunContext(scale="full"))
@@ -147,7 +148,7 @@ def full_cost(name: str) -> dict[str, Any]:
     Raises:
         KeyError: the paper declares no counter (``Experiment.full_cost``).
     """
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     exp = get_experiment(name)
     cfg, plan = _full_plan(name)
@@ -279,7 +280,7 @@ def gpu_check_limit(name: str, steps: int = 2, path: Path = COSTS_FILE) -> dict[
         ``seconds`` (the limit), ``plumbing_s``, ``setup_s``, ``steps_s``, ``loader_s``,
         ``margin``, ``loops`` (the planned loops) and ``basis``, the derivation in words.
     """
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     exp = get_experiment(name)
     check = exp.gpu_check

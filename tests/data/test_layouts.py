@@ -24,8 +24,9 @@ from paperzoo.data.layouts import (
     require,
 )
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.base import EXPERIMENTS, SCALES, ClaimSpec, Experiment, Outcome
-from paperzoo.experiments.runner import get_experiment, run_experiment
+from paperzoo.experiments.base import SCALES, ClaimSpec, Experiment, Outcome
+from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
+from paperzoo.experiments.runner import run_experiment
 
 
 def test_every_real_data_set_declares_where_its_files_lie():

@@ -13,8 +13,8 @@ import torch
 
 from paperzoo.data import load_dataset
 from paperzoo.data.splits import validation_split
-from paperzoo.experiments.path_sgd import PathSGDExperiment
-from paperzoo.experiments.path_sgd.training import prepare
+from paperzoo.papers.path_sgd import PathSGDExperiment
+from paperzoo.papers.path_sgd.training import prepare
 
 
 def _gen(seed: int = 0) -> torch.Generator:

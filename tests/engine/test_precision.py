@@ -249,7 +249,7 @@ PAPERS = (
 
 
 def test_every_paper_declares_a_cuda_precision():
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     for name in PAPERS:
         exp = get_experiment(name)

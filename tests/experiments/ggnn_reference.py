@@ -2,7 +2,7 @@
 trained alone with ``Trainer`` (``train_attempt``, ``baseline_alone``), the sequential restart
 rule (``best_of_restarts``) and the single-model checkpoint keeper (``BestKeeper``). The
 reproduction trains the runs of a question type, and the baselines of all folds, as one batched
-model (``paperzoo.experiments.ggnn.training``); tests/experiments/test_ggnn.py checks that each
+model (``paperzoo.papers.ggnn.training``); tests/experiments/test_ggnn.py checks that each
 run follows the trajectory it has here. Protocol: docs/ggnn.md.
 """
 
@@ -20,7 +20,8 @@ from torch import Tensor, nn
 from paperzoo.data import babi
 from paperzoo.engine import TrainConfig, Trainer, budget, derive_seed, seeded
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.ggnn.config import (
+from paperzoo.models.ggnn import SequenceBaseline
+from paperzoo.papers.ggnn.config import (
     BASELINE,
     Config,
     _baseline_train,
@@ -29,7 +30,7 @@ from paperzoo.experiments.ggnn.config import (
     _seed_key,
     task_setting,
 )
-from paperzoo.experiments.ggnn.training import (
+from paperzoo.papers.ggnn.training import (
     _better,
     _EpochBatches,
     _graph_logits,
@@ -39,7 +40,6 @@ from paperzoo.experiments.ggnn.training import (
     make_model,
     sequence_eval,
 )
-from paperzoo.models.ggnn import SequenceBaseline
 
 
 def clamped_step(

@@ -8,9 +8,16 @@ from paperzoo.data import holdout
 from paperzoo.data.not_so_clevr import all_centres, onehot_images
 from paperzoo.engine import seeded
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.coordconv import CoordConvExperiment
-from paperzoo.experiments.coordconv.config import SCHEDULES
-from paperzoo.experiments.coordconv.training import (
+from paperzoo.experiments.runner import run_experiment
+from paperzoo.models.coordconv import (
+    ConvRegressor,
+    CoordConvPainter,
+    CoordConvRegressor,
+    DeconvPainter,
+)
+from paperzoo.papers.coordconv import CoordConvExperiment
+from paperzoo.papers.coordconv.config import SCHEDULES
+from paperzoo.papers.coordconv.training import (
     _accumulating_step,
     _with_l2,
     conv_weights,
@@ -19,13 +26,6 @@ from paperzoo.experiments.coordconv.training import (
     fit_regressor,
     load_data,
     max_on_hot_pixel,
-)
-from paperzoo.experiments.runner import run_experiment
-from paperzoo.models.coordconv import (
-    ConvRegressor,
-    CoordConvPainter,
-    CoordConvRegressor,
-    DeconvPainter,
 )
 
 
@@ -154,7 +154,7 @@ def test_micro_batches_all_reduce_once_per_step_under_ddp():
 def test_quick_scale_classifier_generalises_to_the_held_out_quadrant(tmp_path):
     """A knife edge at quick scale: the CoordConv classifier alone, quick config, seed 0."""
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.coordconv.training import classification_acc
+    from paperzoo.papers.coordconv.training import classification_acc
 
     exp = CoordConvExperiment()
     cfg = exp.config("quick")
@@ -282,7 +282,7 @@ def test_l2_penalty_is_on_conv_weights_only():
 def test_only_the_quadrant_coordconv_classifier_takes_its_l2(smoke_ctx, monkeypatch):
     """``quadrant_cls_l2`` reaches the CoordConv classifier on the quadrant split, not the
     uniform one nor the deconv nets; every scale declares 0 until quick's 1e-3 is rerun."""
-    import paperzoo.experiments.coordconv.training as cc
+    import paperzoo.papers.coordconv.training as cc
 
     for scale in ("smoke", "quick", "full"):
         assert CoordConvExperiment().config(scale).quadrant_cls_l2 == 0.0
@@ -323,7 +323,7 @@ def test_schedules():
 def test_regression_trains_with_the_configured_adam_and_penalty(smoke_ctx, monkeypatch):
     """The CoordConv regressor and its twin use ``reg_betas``, ``reg_l2`` and
     ``reg_schedule``; the conv regressor ``adam_betas``, ``conv_reg_l2`` and ``schedule``."""
-    import paperzoo.experiments.coordconv.training as cc
+    import paperzoo.papers.coordconv.training as cc
 
     seen = []
     real_adam, real_l2 = torch.optim.Adam, cc._with_l2

@@ -15,11 +15,12 @@ from paperzoo.data.ground_truth import load_ground_truth
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.disentanglement import CONFIGS
-from paperzoo.experiments.disentanglement.experiment import _data_sha256
-from paperzoo.experiments.disentanglement.study import grid_items, shard_items
-from paperzoo.experiments.runner import get_experiment, run_experiment
+from paperzoo.experiments.lookup import get_experiment
+from paperzoo.experiments.runner import run_experiment
 from paperzoo.models.vae import VAE, VAEConfig, train_step
+from paperzoo.papers.disentanglement import CONFIGS
+from paperzoo.papers.disentanglement.experiment import _data_sha256
+from paperzoo.papers.disentanglement.study import grid_items, shard_items
 
 
 def test_shards_and_ranks_partition_the_grid() -> None:
@@ -89,8 +90,8 @@ def test_quick_claims_hold(tmp_path: Path) -> None:
 def test_spearman_and_summary_of_records() -> None:
     from scipy.stats import spearmanr
 
-    from paperzoo.experiments.disentanglement.config import METRICS
-    from paperzoo.experiments.disentanglement.study import spearman, summarize
+    from paperzoo.papers.disentanglement.config import METRICS
+    from paperzoo.papers.disentanglement.study import spearman, summarize
 
     x, y = [0.1, 0.4, 0.4, 0.9, 0.3], [1.0, 2.0, 3.0, 2.5, 0.5]
     assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
@@ -117,9 +118,9 @@ def test_spearman_and_summary_of_records() -> None:
 
 def test_random_code_checks_are_two_sided_and_modularity_has_a_measured_zero() -> None:
     from paperzoo.data.ground_truth import Quantized, load_ground_truth
-    from paperzoo.experiments.disentanglement.config import PGM_SIZES
-    from paperzoo.experiments.disentanglement.study import summarize
-    from paperzoo.experiments.disentanglement.training import (
+    from paperzoo.papers.disentanglement.config import PGM_SIZES
+    from paperzoo.papers.disentanglement.study import summarize
+    from paperzoo.papers.disentanglement.training import (
         _FactorsAsObservations,
         _modularity_noise,
     )
@@ -238,8 +239,8 @@ def test_data_record_identifies_the_images() -> None:
 
 def test_a_full_dry_run_cuts_every_evaluation_to_a_few_small_batches() -> None:
     from paperzoo.engine import budget
-    from paperzoo.experiments.disentanglement.config import DRY_RUN_BATCH
-    from paperzoo.experiments.disentanglement.training import _code_factors, environment
+    from paperzoo.papers.disentanglement.config import DRY_RUN_BATCH
+    from paperzoo.papers.disentanglement.training import _code_factors, environment
 
     cfg, ctx = CONFIGS["full"], RunContext(scale="full", dataset="dsprites")
     data = load_ground_truth("dsprites", image_size=16)
@@ -280,7 +281,7 @@ def test_a_study_with_missing_items_fails(
 ) -> None:
     """An item without a record after every rank's work (a rank ended early) fails the run
     instead of summarising part of the grid."""
-    from paperzoo.experiments.disentanglement import experiment as dis
+    from paperzoo.papers.disentanglement import experiment as dis
 
     real = dis.evaluate_item
 

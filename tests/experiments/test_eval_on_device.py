@@ -192,14 +192,14 @@ def _centres(n: int) -> Tensor:
 
 
 def test_coordconv_metrics_run_on_the_models_device_and_read_once(fake_device) -> None:
-    from paperzoo.experiments.coordconv.training import (
+    from paperzoo.models.coordconv import CoordConvPainter
+    from paperzoo.papers.coordconv.training import (
         classification_acc,
         max_on_hot_pixel,
         mean_iou,
         regression_pred,
         rmse_px,
     )
-    from paperzoo.models.coordconv import CoordConvPainter
 
     centres = _centres(40)  # painters: 3 batches of 16
     painter = CoordConvPainter().to(META)
@@ -219,8 +219,8 @@ def test_coordconv_metrics_run_on_the_models_device_and_read_once(fake_device) -
 
 def test_coordconv_metrics_on_the_cpu_are_the_former_numbers() -> None:
     from paperzoo.data.not_so_clevr import CANVAS, onehot_images, scale_coords, square_images
-    from paperzoo.experiments.coordconv.training import classification_acc, mean_iou, rmse_px
     from paperzoo.models.coordconv import CoordConvPainter
+    from paperzoo.papers.coordconv.training import classification_acc, mean_iou, rmse_px
 
     centres = _centres(40)
     torch.manual_seed(0)
@@ -239,7 +239,7 @@ def test_coordconv_metrics_on_the_cpu_are_the_former_numbers() -> None:
 
 
 def test_coordconv_micro_batch_loss_stays_on_the_device() -> None:
-    from paperzoo.experiments.coordconv.training import _accumulating_step
+    from paperzoo.papers.coordconv.training import _accumulating_step
 
     model = _TinyRegressor().to(META)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

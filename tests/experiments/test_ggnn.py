@@ -16,8 +16,9 @@ from torch import nn
 from paperzoo.cli import main
 from paperzoo.data import babi, layouts
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.ggnn import GGNNExperiment
-from paperzoo.experiments.ggnn.config import (
+from paperzoo.experiments.runner import run_experiment
+from paperzoo.papers.ggnn import GGNNExperiment
+from paperzoo.papers.ggnn.config import (
     _CLAIM_ID,
     BASELINE,
     DEVIATIONS,
@@ -32,8 +33,8 @@ from paperzoo.experiments.ggnn.config import (
     _seed_key,
     task_setting,
 )
-from paperzoo.experiments.ggnn.torch7 import Torch7Adam, torch7_randperm
-from paperzoo.experiments.ggnn.training import (
+from paperzoo.papers.ggnn.torch7 import Torch7Adam, torch7_randperm
+from paperzoo.papers.ggnn.training import (
     _EarliestKeeper,
     _EpochBatches,
     _GraphBank,
@@ -45,7 +46,6 @@ from paperzoo.experiments.ggnn.training import (
     sequence_eval,
     train_restarts,
 )
-from paperzoo.experiments.runner import run_experiment
 
 
 def _reference() -> ModuleType:
@@ -685,7 +685,7 @@ def test_outcome_gives_solved_runs_beside_the_mean(tmp_path: Path) -> None:
     """report.md's notes and details give, per task, the runs (folds) at test accuracy >= 0.99
     over all runs, for the selected runs and for first runs alone: a mean of 0.92 may be
     eight solved folds and two stalled ones."""
-    from paperzoo.experiments.ggnn.experiment import _outcome
+    from paperzoo.papers.ggnn.experiment import _outcome
 
     accs, first = [1.0, 0.995, 0.716, 0.989], [1.0, 0.5, 0.716, 0.99]
     runs = [
@@ -714,7 +714,7 @@ def test_outcome_gives_solved_runs_beside_the_mean(tmp_path: Path) -> None:
 def test_measured_takes_the_leads_over_the_baselines_and_marks_missing_tasks() -> None:
     """The measurements alone (``_measured``): a task's mean, the LSTM and the GG-NN's lead over
     it, the full-scale gaps over each baseline, NaN for a declared task that did not run."""
-    from paperzoo.experiments.ggnn.experiment import _measured
+    from paperzoo.papers.ggnn.experiment import _measured
 
     summary = {"babi15": {"test_acc_mean": 1.0}, "babi4": {"test_acc_mean": 0.75}}
     base = {"lstm": {"babi15": [0.5, 0.7]}, "rnn": {"babi4": [0.25, 0.25]}}

@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from paperzoo.experiments.runner import get_experiment, run_experiment
+from paperzoo.experiments.lookup import get_experiment
+from paperzoo.experiments.runner import run_experiment
 
 
 def test_smoke_run_writes_report(smoke_ctx):
@@ -102,8 +103,8 @@ def test_cifar_part_on_files_in_the_real_format(tmp_path):
     from dataclasses import replace
 
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.obfuscated_gradients import CifarConfig
-    from paperzoo.experiments.obfuscated_gradients.training import run_cifar
+    from paperzoo.papers.obfuscated_gradients import CifarConfig
+    from paperzoo.papers.obfuscated_gradients.training import run_cifar
 
     here = Path(__file__).resolve().parents[1] / "data" / "test_cifar.py"
     spec = importlib.util.spec_from_file_location("_obf_cifar_fixture", here)
@@ -137,7 +138,7 @@ def test_attacks_in_batches_cover_every_example_once():
     import torch
 
     from paperzoo.adversarial.attacks import PGD
-    from paperzoo.experiments.obfuscated_gradients.training import _perturb
+    from paperzoo.papers.obfuscated_gradients.training import _perturb
 
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3))
     x, y = torch.rand(7, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1, 2, 0])
@@ -158,7 +159,7 @@ def _tiny_cifar(tmp_path: Path, n: int = 20):
     import importlib.util
     from dataclasses import replace
 
-    from paperzoo.experiments.obfuscated_gradients import CifarConfig
+    from paperzoo.papers.obfuscated_gradients import CifarConfig
 
     here = Path(__file__).resolve().parents[1] / "data" / "test_cifar.py"
     spec = importlib.util.spec_from_file_location("_obf_cifar_fixture2", here)
@@ -239,7 +240,7 @@ def test_dry_run_attacks_batches_small_enough_for_eot(tmp_path):
     # attack (EOT repeats its batch eot_samples times in one pass through the wide ResNet).
     from paperzoo.engine import budget
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.obfuscated_gradients.training import run_cifar
+    from paperzoo.papers.obfuscated_gradients.training import run_cifar
 
     c = _tiny_cifar(tmp_path)
     ctx = RunContext(scale="full", out_dir=tmp_path / "out", data_root=tmp_path / "data")
@@ -253,7 +254,7 @@ def test_dry_run_of_the_mnist_part_splits_eot_calls(smoke_ctx, monkeypatch):
     # --max-steps N: the MNIST part's attacks run attack_batch / eot_samples images per call (a
     # full-scale dry run held 11 GB with 150 images x 30 draws in one call).
     from paperzoo.engine import budget
-    from paperzoo.experiments.obfuscated_gradients import training as og
+    from paperzoo.papers.obfuscated_gradients import training as og
 
     batches: list[int | None] = []
     orig = og._perturb
@@ -314,7 +315,7 @@ def test_pgd_at_trains_against_the_authors_attack(tmp_path, monkeypatch):
     from paperzoo.adversarial.defenses import adversarial_training as at_mod
     from paperzoo.data import load_dataset
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.obfuscated_gradients import training as og
+    from paperzoo.papers.obfuscated_gradients import training as og
 
     built: list[tuple[float, float, int, bool]] = []
     seen: list[torch.Tensor] = []

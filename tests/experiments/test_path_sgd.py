@@ -9,10 +9,10 @@ import torch
 
 from paperzoo.data import Split, load_dataset
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.path_sgd import Config, PathSGDExperiment
-from paperzoo.experiments.path_sgd import experiment as path_sgd_experiment
-from paperzoo.experiments.path_sgd import training as path_sgd_training
 from paperzoo.experiments.runner import run_experiment
+from paperzoo.papers.path_sgd import Config, PathSGDExperiment
+from paperzoo.papers.path_sgd import experiment as path_sgd_experiment
+from paperzoo.papers.path_sgd import training as path_sgd_training
 
 
 def test_smoke_run_measures_every_claim(smoke_ctx):

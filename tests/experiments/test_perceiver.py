@@ -16,19 +16,20 @@ from torch import nn
 
 from paperzoo.cli import main
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.perceiver import CONFIGS, PerceiverImageNetConfig
-from paperzoo.experiments.perceiver.training import (
-    build_imagenet_models,
-    build_models,
-    fit_imagenet,
-    imagenet_perceiver_config,
-)
-from paperzoo.experiments.runner import get_experiment, run_experiment
+from paperzoo.experiments.lookup import get_experiment
+from paperzoo.experiments.runner import run_experiment
 from paperzoo.models.perceiver import (
     IMAGENET,
     ConvNetWithPositions,
     Perceiver,
     PerceiverOnImages,
+)
+from paperzoo.papers.perceiver import CONFIGS, PerceiverImageNetConfig
+from paperzoo.papers.perceiver.training import (
+    build_imagenet_models,
+    build_models,
+    fit_imagenet,
+    imagenet_perceiver_config,
 )
 from paperzoo.utils import count_params
 

@@ -26,7 +26,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from paperzoo.engine import precision
-from paperzoo.experiments.perceiver.training import count_top1, evaluation_share
+from paperzoo.papers.perceiver.training import count_top1, evaluation_share
 
 PAIR = ("perceiver_raster", "perceiver_permuted")
 N_VAL, EVAL_BATCH, MICRO = 11, 4, 3  # 11 images: not a multiple of 2 or 3 ranks
@@ -137,7 +137,8 @@ def test_a_rank_of_a_capped_imagenet_run_evaluates_its_share_in_bf16(
     from paperzoo.engine import budget
     from paperzoo.engine.distributed import DistInfo
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.runner import get_experiment, resolve_config
+    from paperzoo.experiments.lookup import get_experiment
+    from paperzoo.experiments.runner import resolve_config
     from paperzoo.models.perceiver import ConvNetWithPositions, PerceiverOnImages
 
     seen: list[torch.dtype] = []

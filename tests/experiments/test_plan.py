@@ -9,8 +9,9 @@ import pytest
 
 from paperzoo.engine import Trainer
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.base import EXPERIMENTS, SCALES
-from paperzoo.experiments.runner import get_experiment, plan_line, run_experiment
+from paperzoo.experiments.base import SCALES
+from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
+from paperzoo.experiments.runner import plan_line, run_experiment
 
 get_experiment("gat")  # registers every experiment
 NAMES = sorted(EXPERIMENTS.names())
@@ -52,7 +53,7 @@ def test_the_plan_is_what_trains(name, smoke_ctx, monkeypatch, caplog):
 
     monkeypatch.setattr(Trainer, "fit", recording_fit)
     if name == "ggnn":  # its baselines train as one batched model per task and cell
-        import paperzoo.experiments.ggnn.training as ggnn_module
+        import paperzoo.papers.ggnn.training as ggnn_module
 
         fit_batched = ggnn_module.fit_batched
 

@@ -340,8 +340,8 @@ def test_the_annealed_capacity_on_the_cpu_is_the_former_number() -> None:
 
 def _disentanglement_env() -> tuple[Any, Any, Any]:
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.disentanglement import CONFIGS
-    from paperzoo.experiments.disentanglement.training import environment
+    from paperzoo.papers.disentanglement import CONFIGS
+    from paperzoo.papers.disentanglement.training import environment
 
     cfg = replace(CONFIGS["smoke"], wren_train_puzzles=0, wren_batch=4)  # fresh puzzles per step
     ctx = RunContext(scale="smoke", seed=0, device="meta", quiet=True)
@@ -351,7 +351,7 @@ def _disentanglement_env() -> tuple[Any, Any, Any]:
 def test_a_wren_step_on_a_vae_code_neither_reads_nor_blocks() -> None:
     """Fresh puzzles each step, rendered on the host, encoded by the VAE on the device: the
     codes stay there (before: a blocking copy of the panels and a copy of the codes back)."""
-    from paperzoo.experiments.disentanglement.training import _vae_representation, _wren_batches
+    from paperzoo.papers.disentanglement.training import _vae_representation, _wren_batches
 
     cfg, ctx, env = _disentanglement_env()
     model = _vae("beta_vae").to(META).eval()
@@ -363,8 +363,8 @@ def test_a_wren_step_on_a_vae_code_neither_reads_nor_blocks() -> None:
 
 
 def test_a_wren_step_on_a_host_code_copies_without_blocking() -> None:
-    from paperzoo.experiments.disentanglement.config import RANDOM_ID
-    from paperzoo.experiments.disentanglement.training import _random_code, _wren_batches
+    from paperzoo.papers.disentanglement.config import RANDOM_ID
+    from paperzoo.papers.disentanglement.training import _random_code, _wren_batches
 
     cfg, ctx, env = _disentanglement_env()
     data = _wren_batches(RANDOM_ID, _random_code(10, 0), cfg, ctx, env)
@@ -374,7 +374,7 @@ def test_a_wren_step_on_a_host_code_copies_without_blocking() -> None:
 
 
 def test_the_vae_batch_source_goes_to_the_device_without_blocking() -> None:
-    from paperzoo.experiments.disentanglement.training import _vae_batches
+    from paperzoo.papers.disentanglement.training import _vae_batches
 
     cfg, ctx, env = _disentanglement_env()
     batch = _vae_batches(env, cfg, ctx.device)
@@ -385,7 +385,7 @@ def test_the_vae_batch_source_goes_to_the_device_without_blocking() -> None:
 
 
 def test_a_ggnn_batch_goes_to_the_device_without_blocking() -> None:
-    from paperzoo.experiments.ggnn.training import batch_on_device
+    from paperzoo.papers.ggnn.training import batch_on_device
 
     b = {"x": torch.zeros(6, 4), "edge_index": torch.zeros(2, 5, dtype=torch.long)}
     with recording_syncs() as events:
@@ -399,8 +399,8 @@ def test_ggnn_node_selection_takes_the_largest_graph_from_the_host() -> None:
     """The padded (graph, node) scores of a step: the graphs' sizes are known on the host
     (``batch_on_device`` leaves ``num_nodes`` there), so nothing is read back (before: a
     ``bincount`` sized from the device's data and ``int(counts.max())`` every step)."""
-    from paperzoo.experiments.ggnn.training import _max_nodes, batch_on_device
     from paperzoo.models.ggnn import node_selection_logits
+    from paperzoo.papers.ggnn.training import _max_nodes, batch_on_device
 
     host = {
         "batch": torch.tensor([0, 0, 0, 1, 1, 2]),
@@ -456,8 +456,8 @@ def test_an_attacks_random_start_drawn_on_the_host_does_not_block() -> None:
 def test_the_perceiver_experiments_permutation_is_applied_on_the_device() -> None:
     """The permuted models' ``prepare`` runs in every training step: the fixed permutation is
     copied to the images' device once, not indexed from the host each step."""
-    from paperzoo.experiments.perceiver import CONFIGS as PERCEIVER
-    from paperzoo.experiments.perceiver.training import build_models
+    from paperzoo.papers.perceiver import CONFIGS as PERCEIVER
+    from paperzoo.papers.perceiver.training import build_models
 
     perm = torch.randperm(16, generator=torch.Generator().manual_seed(0))
     cands = build_models(
@@ -493,8 +493,8 @@ def test_a_ggnn_steps_plan_is_built_on_the_host_and_moved_without_blocking() -> 
     """The propagation plan of a step's batch (CSR matrices of its edges) is built from the host
     batch and moved like the batch: built from the device batch, its index arithmetic (on the
     host) reads the edges back every step."""
-    from paperzoo.experiments.ggnn.training import plan_on_device
     from paperzoo.models.ggnn import GatedGraphNet, StackedGatedGraphNet
+    from paperzoo.papers.ggnn.training import plan_on_device
 
     torch.manual_seed(0)
     net = GatedGraphNet(state_dim=4, annotation_dim=1, num_edge_types=1, num_steps=2)

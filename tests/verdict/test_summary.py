@@ -373,8 +373,8 @@ def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
 
 
 def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:
+    from paperzoo.experiments.lookup import get_experiment
     from paperzoo.experiments.overrides import config_to_dict
-    from paperzoo.experiments.runner import get_experiment
 
     declared = config_to_dict(get_experiment("coordconv").config("full"))
     key = next(iter(declared))

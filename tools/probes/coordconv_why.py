@@ -2,7 +2,7 @@
 
 docs/coordconv.md, "Quick findings that do not reproduce: why", holds the rule this probe
 serves and its results. Each call trains one model of the quick config with the project's own
-training functions (``paperzoo.experiments.coordconv.training``: ``load_data``,
+training functions (``paperzoo.papers.coordconv.training``: ``load_data``,
 ``fit_classifier``, ``fit_regressor``, the metrics), changed only in the variable under test,
 and writes one JSON to ``--out`` (default ``results/probes/coordconv-why/``).
 
@@ -61,9 +61,9 @@ from typing import Any
 import torch
 
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.coordconv import training
-from paperzoo.experiments.coordconv.config import CONFIGS
 from paperzoo.models.coordconv import CoordConvPainter, _he_normal_
+from paperzoo.papers.coordconv import training
+from paperzoo.papers.coordconv.config import CONFIGS
 
 VARIANTS = {
     "quadrant-cls": ("base", "order", "l2", "he"),

@@ -129,9 +129,9 @@ class MixedCode:
 def run_seed(seed: int, out: Path, noise: float, baseline: bool, families) -> None:
     from paperzoo.data.abstract_reasoning import PGMs
     from paperzoo.experiments.base import RunContext
-    from paperzoo.experiments.disentanglement import training
-    from paperzoo.experiments.disentanglement.config import CONFIGS, GROUND_TRUTH_ID
-    from paperzoo.experiments.disentanglement.study import spearman
+    from paperzoo.papers.disentanglement import training
+    from paperzoo.papers.disentanglement.config import CONFIGS, GROUND_TRUTH_ID
+    from paperzoo.papers.disentanglement.study import spearman
 
     torch.set_num_threads(1)
     cfg = CONFIGS["quick"]
@@ -212,8 +212,8 @@ def calibrate(seed: int, out: Path) -> None:
     """The FactorVAE follow-up's gain, chosen on a seed that decides nothing else: BetaVAE,
     FactorVAE and DCI of the ``coupling4`` / ``coupling8`` codes at t = 0.5 and 1 (no WReN)."""
     from paperzoo.experiments.base import RunContext
-    from paperzoo.experiments.disentanglement import training
-    from paperzoo.experiments.disentanglement.config import CONFIGS
+    from paperzoo.papers.disentanglement import training
+    from paperzoo.papers.disentanglement.config import CONFIGS
 
     torch.set_num_threads(1)
     cfg = CONFIGS["quick"]

@@ -43,10 +43,10 @@ import torch
 from paperzoo.data import load_dataset
 from paperzoo.engine import seeded
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.path_sgd.config import CONFIGS
-from paperzoo.experiments.path_sgd.training import mean_log10_ratio, prepare, train_run
 from paperzoo.models.small import MLP
 from paperzoo.optim import balanced_init_
+from paperzoo.papers.path_sgd.config import CONFIGS
+from paperzoo.papers.path_sgd.training import mean_log10_ratio, prepare, train_run
 
 OUT = Path("results/probes/path-sgd-balanced-adagrad")
 

@@ -1,20 +1,18 @@
-"""One module per paper; importing this package registers in ``EXPERIMENTS`` every experiment
-built in, then those that installed packages declare (``plugins``: the ``paperzoo.papers`` entry
-point group)."""
+"""The run machinery: what a paper declares (``base``), how a run is requested, run, judged,
+merged and verified. The papers themselves are not here: paperzoo's ten live in
+``paperzoo.papers``, and every paper, built in or a researcher's, is found through the
+``paperzoo.papers`` entry point group on the first look-up in ``EXPERIMENTS`` (``lookup``).
+Importing this package imports no paper."""
 
-import paperzoo.experiments as _pkg
-from paperzoo.experiments.base import (
-    EXPERIMENTS,
-    SCALES,
-    ClaimSpec,
-    Experiment,
-    Outcome,
-    RunContext,
-)
-from paperzoo.experiments.plugins import load_plugins
-from paperzoo.utils.modules import import_submodules
+from paperzoo.experiments.base import SCALES, ClaimSpec, Experiment, Outcome, RunContext
+from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
 
-import_submodules(_pkg)
-load_plugins(EXPERIMENTS)
-
-__all__ = ["EXPERIMENTS", "SCALES", "ClaimSpec", "Experiment", "Outcome", "RunContext"]
+__all__ = [
+    "EXPERIMENTS",
+    "SCALES",
+    "ClaimSpec",
+    "Experiment",
+    "Outcome",
+    "RunContext",
+    "get_experiment",
+]

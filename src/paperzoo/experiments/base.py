@@ -1,6 +1,7 @@
 """What an experiment is: configs per scale, declared claims, and ``run`` producing measurements.
 
-An experiment module declares a subclass of ``Experiment`` and registers it in ``EXPERIMENTS``.
+A paper declares a subclass of ``Experiment``; its package declares that class under the
+``paperzoo.papers`` entry point group (``paperzoo.experiments.lookup``).
 The runner (``paperzoo.experiments.runner``) picks the config for the requested scale, calls
 ``run``, and turns the returned ``Outcome`` into a ``Result`` whose ``holds`` fields are computed
 from the measured values and the declared targets (``paperzoo.verdict.evaluate_target``).
@@ -24,7 +25,6 @@ from paperzoo.data.holdout import final_evaluation as _final_evaluation
 from paperzoo.data.holdout import guard as _guard
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
-from paperzoo.registry import Registry
 from paperzoo.utils.io import atomic_savefig
 from paperzoo.verdict.targets import validate_diagnosis, validate_target
 
@@ -567,6 +567,3 @@ class Experiment(ABC):
         --seeds``, ``paperzoo merge``): ``details`` are the runs' ``details`` in the order of
         ``seeds``. None by default."""
         return []
-
-
-EXPERIMENTS: Registry[Experiment] = Registry("experiment")

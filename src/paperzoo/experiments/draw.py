@@ -65,15 +65,8 @@ from torch import Tensor
 from paperzoo.data import load_dataset
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import TrainConfig, Trainer, budget, derive_seed, seeded
-from paperzoo.experiments.base import (
-    EXPERIMENTS,
-    ClaimSpec,
-    Experiment,
-    GpuCheck,
-    NotRun,
-    Outcome,
-    RunContext,
-)
+from paperzoo.experiments.base import ClaimSpec, Experiment, GpuCheck, NotRun, Outcome, RunContext
+from paperzoo.experiments.lookup import EXPERIMENTS
 from paperzoo.models.draw import DRAW, DRAWConfig, bernoulli_nll, binarize, evaluate_nll
 from paperzoo.nn.gaussian_attention import AttentionParams, grid_centres
 from paperzoo.utils import count_params

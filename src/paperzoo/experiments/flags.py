@@ -243,7 +243,7 @@ class PaperOptions:
         if name is None:
             found = paper_options()
             return [(found[flag][0], options[flag]) for flag in found if flag in options]
-        from paperzoo.experiments.runner import get_experiment
+        from paperzoo.experiments.lookup import get_experiment
 
         return [(o, options[o.flag]) for o in get_experiment(name).options if o.flag in options]
 
@@ -259,9 +259,7 @@ class PaperOptions:
 def paper_options() -> dict[str, tuple[Option, tuple[str, ...]]]:
     """Every registered paper's own options by flag: (the option, the papers declaring it), in
     the papers' name order and each paper's declaration order."""
-    import paperzoo.experiments  # noqa: F401  (registers every experiment)
-    from paperzoo.experiments.base import EXPERIMENTS
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
 
     found: dict[str, tuple[Option, tuple[str, ...]]] = {}
     for name in EXPERIMENTS.names():

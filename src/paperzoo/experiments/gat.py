@@ -65,7 +65,6 @@ from paperzoo.data.base import Split, load_dataset
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import (
-    EXPERIMENTS,
     ClaimSpec,
     Experiment,
     GpuCheck,
@@ -74,6 +73,7 @@ from paperzoo.experiments.base import (
     RunContext,
     check_selection_run,
 )
+from paperzoo.experiments.lookup import EXPERIMENTS
 from paperzoo.metrics import on_device
 from paperzoo.metrics.classification import predict
 from paperzoo.models.small import SmallCNN

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from paperzoo.experiments.base import EXPERIMENTS, RAN_BEFORE, RunContext
+from paperzoo.experiments.base import RAN_BEFORE, RunContext
+from paperzoo.experiments.lookup import EXPERIMENTS
 from paperzoo.experiments.overrides import config_to_dict
 from paperzoo.verdict import (
     DECISION_KEYS,

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from paperzoo.experiments.base import EXPERIMENTS, RunContext
+from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.judging import judge
-from paperzoo.experiments.runner import build_result, get_experiment
+from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
+from paperzoo.experiments.runner import build_result
 from paperzoo.report import write_report
 from paperzoo.verdict import (
     Result,

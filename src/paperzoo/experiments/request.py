@@ -37,13 +37,9 @@ from paperzoo.experiments.flags import (
     flag_argv,
     flag_defaults,
 )
+from paperzoo.experiments.lookup import get_experiment
 from paperzoo.experiments.merging import merge_dirs
-from paperzoo.experiments.runner import (
-    check_run,
-    get_experiment,
-    resolve_config,
-    run_experiment,
-)
+from paperzoo.experiments.runner import check_run, resolve_config, run_experiment
 from paperzoo.utils.lock import holding
 from paperzoo.verdict import Result
 

@@ -63,16 +63,9 @@ from paperzoo.engine import History, NonFiniteLossError, TrainConfig, Trainer, b
 from paperzoo.engine.distributed import DistInfo, current, wait_for_all_ranks
 from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.transfer import to_device
-from paperzoo.experiments.base import (
-    EXPERIMENTS,
-    ClaimSpec,
-    Experiment,
-    GpuCheck,
-    NotRun,
-    Outcome,
-    RunContext,
-)
+from paperzoo.experiments.base import ClaimSpec, Experiment, GpuCheck, NotRun, Outcome, RunContext
 from paperzoo.experiments.grid import read_record, shard_slice, write_record
+from paperzoo.experiments.lookup import EXPERIMENTS
 from paperzoo.metrics.classification import predict
 from paperzoo.models import create_model
 from paperzoo.models.resnet import CifarResNet

@@ -26,8 +26,9 @@ import torch
 from paperzoo.engine import budget, checkpoint, tensorboard
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import check_shared_dir
-from paperzoo.experiments.base import EXPERIMENTS, Experiment, Outcome, RunContext
+from paperzoo.experiments.base import Experiment, Outcome, RunContext
 from paperzoo.experiments.judging import judge
+from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import write_report
 from paperzoo.utils.io import atomic_write_text
@@ -35,13 +36,6 @@ from paperzoo.utils.lock import LOCK_NAME
 from paperzoo.verdict import ClaimResult, Result, check_measurement
 
 log = logging.getLogger(__name__)
-
-
-def get_experiment(name: str) -> Experiment:
-    """The registered experiment ``name`` (importing every experiment module first)."""
-    import paperzoo.experiments  # noqa: F401  (registers all experiments)
-
-    return EXPERIMENTS.create(name)
 
 
 def build_result(

@@ -149,12 +149,12 @@ def recompute(run_dir: Path, request_of: Callable[[str], RunRequest]) -> Result:
 
     from paperzoo.engine import checkpoint, seed_everything
     from paperzoo.engine.distributed import DistInfo
+    from paperzoo.experiments.lookup import get_experiment
     from paperzoo.experiments.overrides import parse_set
     from paperzoo.experiments.request import resolve_device
     from paperzoo.experiments.runner import (
         RUN_RECORD,
         check_run,
-        get_experiment,
         resolve_config,
         run_experiment,
         run_spec,

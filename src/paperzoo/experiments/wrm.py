@@ -75,7 +75,6 @@ from paperzoo.data.base import DataInfo, Split, load_dataset
 from paperzoo.data.spheres import RADIUS, make_spheres
 from paperzoo.engine import budget, derive_seed, seeded
 from paperzoo.experiments.base import (
-    EXPERIMENTS,
     ClaimSpec,
     Experiment,
     GpuCheck,
@@ -84,6 +83,7 @@ from paperzoo.experiments.base import (
     RunContext,
     train_size,
 )
+from paperzoo.experiments.lookup import EXPERIMENTS
 from paperzoo.metrics import on_device
 from paperzoo.metrics.classification import predict
 from paperzoo.models.small import MLP

@@ -99,8 +99,8 @@ def plan_papers(
         LaunchError: ``--shards`` for a paper without a grid; see ``plan.resources``.
     """
     from paperzoo.experiments.flags import flag_argv
+    from paperzoo.experiments.lookup import get_experiment
     from paperzoo.experiments.request import cores
-    from paperzoo.experiments.runner import get_experiment
 
     plans = {}
     for name in request.names:

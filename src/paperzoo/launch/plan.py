@@ -116,8 +116,9 @@ def resources(
         LaunchError: several GPUs or nodes for a paper that does not run under torchrun, or
             GPUs asked for a run on the CPU.
     """
+    from paperzoo.experiments.lookup import get_experiment
     from paperzoo.experiments.overrides import parse_set
-    from paperzoo.experiments.runner import get_experiment, resolve_config
+    from paperzoo.experiments.runner import resolve_config
 
     exp = get_experiment(name)
     device = values.device
@@ -155,7 +156,7 @@ def resources(
 def torchrun_papers() -> list[str]:
     """The papers that train one model on several GPUs (``GpuCheck.torchrun``)."""
     from paperzoo.experiments import EXPERIMENTS
-    from paperzoo.experiments.runner import get_experiment
+    from paperzoo.experiments.lookup import get_experiment
 
     return [n for n in EXPERIMENTS.names() if get_experiment(n).gpu_check.torchrun]
 

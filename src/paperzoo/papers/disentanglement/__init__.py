@@ -48,7 +48,7 @@ grid item: VAE, metrics, WReNs, its cached record), ``study.py`` (grid slicing, 
 summary), ``experiment.py`` (``DisentanglementExperiment``: run, merge, figures).
 """
 
-from paperzoo.experiments.disentanglement.config import CLAIMS, CONFIGS, Config
-from paperzoo.experiments.disentanglement.experiment import DisentanglementExperiment
+from paperzoo.papers.disentanglement.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.disentanglement.experiment import DisentanglementExperiment
 
 __all__ = ["CLAIMS", "CONFIGS", "Config", "DisentanglementExperiment"]

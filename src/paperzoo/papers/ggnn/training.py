@@ -28,17 +28,6 @@ from paperzoo.engine import budget, derive_seed, seeded
 from paperzoo.engine.batched import BatchedKeeper, fit_batched, model_samplers
 from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.ggnn.config import (
-    BASELINE,
-    Config,
-    TaskSetting,
-    _baseline_train,
-    _baseline_updates,
-    _fold_key,
-    _seed_key,
-    task_setting,
-)
-from paperzoo.experiments.ggnn.torch7 import Torch7Adam, torch7_randperm
 from paperzoo.models.ggnn import (
     GatedGraphNet,
     GatedGraphSequenceNet,
@@ -49,6 +38,17 @@ from paperzoo.models.ggnn import (
     node_selection_logits,
 )
 from paperzoo.nn.graph import PropagationPlan
+from paperzoo.papers.ggnn.config import (
+    BASELINE,
+    Config,
+    TaskSetting,
+    _baseline_train,
+    _baseline_updates,
+    _fold_key,
+    _seed_key,
+    task_setting,
+)
+from paperzoo.papers.ggnn.torch7 import Torch7Adam, torch7_randperm
 from paperzoo.utils import count_params
 
 log = logging.getLogger(__name__)

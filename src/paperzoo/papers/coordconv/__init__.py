@@ -7,7 +7,7 @@ classification`` / ``regression``), evaluates and writes the notes and figures. 
 deviations and measured numbers: docs/coordconv.md.
 """
 
-from paperzoo.experiments.coordconv.config import CLAIMS, CONFIGS, Config
-from paperzoo.experiments.coordconv.experiment import CoordConvExperiment
+from paperzoo.papers.coordconv.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.coordconv.experiment import CoordConvExperiment
 
 __all__ = ["CLAIMS", "CONFIGS", "Config", "CoordConvExperiment"]

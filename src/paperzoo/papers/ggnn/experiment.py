@@ -35,7 +35,8 @@ from paperzoo.experiments.base import (
     Outcome,
     RunContext,
 )
-from paperzoo.experiments.ggnn.config import (
+from paperzoo.experiments.grid import shard_slice
+from paperzoo.papers.ggnn.config import (
     _CLAIM_ID,
     _QUESTION_TYPES,
     ALL_TASKS,
@@ -53,9 +54,6 @@ from paperzoo.experiments.ggnn.config import (
     _gap_claim_id,
     task_setting,
 )
-from paperzoo.experiments.ggnn.training import run_baselines, run_graph_model
-from paperzoo.experiments.grid import shard_slice
-from paperzoo.models.ggnn import GatedGraphNet
 from paperzoo.verdict.result import format_seeds
 
 log = logging.getLogger(__name__)
@@ -305,6 +303,8 @@ class GGNNExperiment(Experiment):
         return shard_slice(self._folds(cfg, ctx), ctx.shard)
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        from paperzoo.papers.ggnn.training import run_baselines, run_graph_model
+
         self.part_prefix(ctx)  # an unknown part raises, naming the parts
         cfg = self._part_config(cfg, ctx)
         all_folds = self._folds(cfg, ctx)
@@ -706,6 +706,7 @@ def _runs_per_fold(res: dict[str, Any]) -> str:
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.models.ggnn import GatedGraphNet
     from paperzoo.utils.work import Piece
 
     nodes, batch = 20, cfg.batch_size  # per graph (an assumption), graphs per minibatch

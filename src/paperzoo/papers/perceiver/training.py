@@ -26,7 +26,6 @@ from paperzoo.engine import TrainConfig, Trainer, seeded, warmup_cosine
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.distributed import collective_device, current
 from paperzoo.engine.transfer import to_device
-from paperzoo.experiments.perceiver.config import Config, PerceiverImageNetConfig
 from paperzoo.models.perceiver import (
     IMAGENET,
     ConvNetWithPositions,
@@ -37,6 +36,7 @@ from paperzoo.models.perceiver import (
 )
 from paperzoo.models.resnet import CifarResNet
 from paperzoo.models.small import MLP, SmallCNN
+from paperzoo.papers.perceiver.config import Config, PerceiverImageNetConfig
 from paperzoo.utils import count_params
 
 

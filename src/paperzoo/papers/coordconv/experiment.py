@@ -44,36 +44,16 @@ from paperzoo.data.not_so_clevr import scale_coords
 from paperzoo.engine import History
 from paperzoo.engine import precision as num_precision
 from paperzoo.experiments.base import (
-    EXPERIMENTS,
     Experiment,
     GpuCheck,
     NotRun,
     Outcome,
     RunContext,
 )
-from paperzoo.experiments.coordconv.config import CLAIMS, CONFIGS, PARTS, PREMISE, Config
-from paperzoo.experiments.coordconv.training import (
-    FIT_ACC,
-    REGRESSORS,
-    classification_acc,
-    constant_rmse_px,
-    escaped_constant,
-    fit_classifier,
-    fit_regressor,
-    fit_renderer,
-    limit,
-    load_data,
-    max_on_hot_pixel,
-    mean_iou,
-    regression_pred,
-    rmse_px,
-)
-from paperzoo.metrics.classification import predict
-from paperzoo.models.coordconv import CoordConvPainter, CoordConvRegressor, DeconvPainter
+from paperzoo.papers.coordconv.config import CLAIMS, CONFIGS, PARTS, PREMISE, Config
 from paperzoo.utils import count_params
 
 
-@EXPERIMENTS.register("coordconv")
 class CoordConvExperiment(Experiment):
     name = "coordconv"
     cuda_precision = "fp32"  # the reason: docs/coordconv.md, "Precision on CUDA"
@@ -126,6 +106,17 @@ class CoordConvExperiment(Experiment):
         return [entry for task in tasks for entry in plans[task]]
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        from paperzoo.papers.coordconv.training import (
+            REGRESSORS,
+            classification_acc,
+            fit_classifier,
+            fit_regressor,
+            fit_renderer,
+            limit,
+            load_data,
+            mean_iou,
+        )
+
         tasks = self._tasks(ctx)  # an unknown part raises, naming the parts
         classifying, regressing = "classification" in tasks, "regression" in tasks
         m: dict[str, Any] = {}
@@ -225,6 +216,14 @@ class CoordConvExperiment(Experiment):
         """The regressors' numbers on their training points ``train``: each RMSE, the constant
         predictor's (``mean_loc`` everywhere), the twin's spread and where the CoordConv
         regressor's maxima lie."""
+        from paperzoo.models.coordconv import CoordConvRegressor
+        from paperzoo.papers.coordconv.training import (
+            constant_rmse_px,
+            max_on_hot_pixel,
+            regression_pred,
+            rmse_px,
+        )
+
         for arch, model in regressors.items():
             extra[f"quadrant.regression.{arch}.train_rmse_px"] = rmse_px(model, train)
         m["quadrant.regression.conv.train_rmse_px"] = extra[
@@ -251,6 +250,9 @@ class CoordConvExperiment(Experiment):
         extra: dict[str, float],
     ) -> None:
         """The regressors' numbers on the test centres ``test`` (in the final evaluation)."""
+        from paperzoo.models.coordconv import CoordConvRegressor
+        from paperzoo.papers.coordconv.training import constant_rmse_px, max_on_hot_pixel, rmse_px
+
         for arch, model in regressors.items():
             extra[f"quadrant.regression.{arch}.test_rmse_px"] = rmse_px(model, test)
         extra["quadrant.regression.constant.test_rmse_px"] = constant_rmse_px(mean_loc, test)
@@ -275,6 +277,8 @@ class CoordConvExperiment(Experiment):
     def _classification_findings(m: dict[str, Any], extra: dict[str, float]) -> list[str]:
         """Fill the classification findings derived from the test accuracies; returns the splits
         whose deconv net did not fit its training points (their deconv findings unmeasured)."""
+        from paperzoo.papers.coordconv.training import FIT_ACC
+
         for kind in ("quadrant", "uniform"):
             key = f"{kind}.classification.deconv.train_acc"
             m[key] = extra[key]
@@ -311,6 +315,8 @@ class CoordConvExperiment(Experiment):
         """The run's notes: parameters, steps and validation of the tasks it trained (``tasks``),
         then what its numbers say where a finding needs words (an unfitted deconv, an
         interpolating one, a regressor stuck at the constant predictor)."""
+        from paperzoo.papers.coordconv.training import FIT_ACC, REGRESSORS, escaped_constant
+
         notes = [
             f"Parameters: {', '.join(f'{k} {v:,}' for k, v in params.items())}.",
             CoordConvExperiment._steps_note(cfg, tasks),
@@ -461,6 +467,8 @@ class CoordConvExperiment(Experiment):
     ) -> str:
         """The quadrant classifiers' (and the renderer's, when it trained) outputs at four
         held-out centres."""
+        from paperzoo.metrics.classification import predict
+
         g = ctx.generator("figure")
         pick = test[torch.randperm(len(test), generator=g)[:4]]
         coords = scale_coords(pick)
@@ -501,6 +509,8 @@ def _square_patch(centre: Tensor) -> Any:
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.models.coordconv import CoordConvPainter, DeconvPainter
+    from paperzoo.papers.coordconv.training import REGRESSORS
     from paperzoo.utils.work import Inputs, Piece, forward, step
 
     side = 64

@@ -73,12 +73,12 @@ Protocol, results and what fails: docs/perceiver.md. This package: ``config.py``
 training loops), ``experiment.py`` (``PerceiverExperiment``: the runs, evaluation and figures).
 """
 
-from paperzoo.experiments.perceiver.config import (
+from paperzoo.papers.perceiver.config import (
     CLAIMS,
     CONFIGS,
     Config,
     PerceiverImageNetConfig,
 )
-from paperzoo.experiments.perceiver.experiment import PerceiverExperiment
+from paperzoo.papers.perceiver.experiment import PerceiverExperiment
 
 __all__ = ["CLAIMS", "CONFIGS", "Config", "PerceiverExperiment", "PerceiverImageNetConfig"]

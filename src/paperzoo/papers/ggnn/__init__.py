@@ -1,11 +1,10 @@
 """Gated Graph Sequence Neural Networks (Li et al., ICLR 2016), ``paperzoo reproduce ggnn``:
 ``config`` (settings, paper numbers, claims), ``training`` (the batched training loops, keepers
-and evaluation), ``experiment`` (``GGNNExperiment``: folds, run, plan, merge). Registered as
-``ggnn``. Protocol and results: docs/ggnn.md.
+and evaluation), ``experiment`` (``GGNNExperiment``: folds, run, plan, merge), declared as
+the entry point ``ggnn``. Protocol and results: docs/ggnn.md.
 """
 
-from paperzoo.experiments.base import EXPERIMENTS
-from paperzoo.experiments.ggnn.config import (
+from paperzoo.papers.ggnn.config import (
     BASELINE,
     CLAIMS,
     CONFIGS,
@@ -15,9 +14,7 @@ from paperzoo.experiments.ggnn.config import (
     Config,
     TaskSetting,
 )
-from paperzoo.experiments.ggnn.experiment import GGNNExperiment
-
-EXPERIMENTS.register("ggnn")(GGNNExperiment)
+from paperzoo.papers.ggnn.experiment import GGNNExperiment
 
 __all__ = [
     "BASELINE",

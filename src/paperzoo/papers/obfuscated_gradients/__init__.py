@@ -7,12 +7,12 @@ that obfuscate gradients, broken with BPDA and EOT, against PGD adversarial trai
 measured numbers: docs/obfuscated-gradients.md.
 """
 
-from paperzoo.experiments.obfuscated_gradients.config import (
+from paperzoo.papers.obfuscated_gradients.config import (
     CLAIMS,
     CONFIGS,
     CifarConfig,
     Config,
 )
-from paperzoo.experiments.obfuscated_gradients.experiment import ObfuscatedGradientsExperiment
+from paperzoo.papers.obfuscated_gradients.experiment import ObfuscatedGradientsExperiment
 
 __all__ = ["CLAIMS", "CONFIGS", "CifarConfig", "Config", "ObfuscatedGradientsExperiment"]

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from paperzoo.engine.distributed import DistInfo
-from paperzoo.experiments.disentanglement.config import (
+from paperzoo.experiments.grid import rank_slice, shard_slice
+from paperzoo.papers.disentanglement.config import (
     CLAIMS,
     GROUND_TRUTH_ID,
     METRICS,
@@ -23,7 +24,6 @@ from paperzoo.experiments.disentanglement.config import (
     STUDY_FINDING_METRICS,
     Config,
 )
-from paperzoo.experiments.grid import rank_slice, shard_slice
 
 # -- grid slicing -----------------------------------------------------------------------------------
 

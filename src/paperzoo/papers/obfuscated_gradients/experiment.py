@@ -36,8 +36,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from paperzoo.experiments.base import EXPERIMENTS, Experiment, GpuCheck, NotRun, Outcome, RunContext
-from paperzoo.experiments.obfuscated_gradients.config import (
+from paperzoo.experiments.base import Experiment, GpuCheck, NotRun, Outcome, RunContext
+from paperzoo.papers.obfuscated_gradients.config import (
     CIFAR_MODELS,
     CLAIMS,
     CONFIGS,
@@ -47,11 +47,9 @@ from paperzoo.experiments.obfuscated_gradients.config import (
     CifarConfig,
     Config,
 )
-from paperzoo.experiments.obfuscated_gradients.training import run_cifar, run_mnist
 from paperzoo.utils.format import format_number
 
 
-@EXPERIMENTS.register("obfuscated-gradients")
 class ObfuscatedGradientsExperiment(Experiment):
     name = "obfuscated-gradients"
     cuda_precision = "bf16"  # the reason: docs/obfuscated-gradients.md, "Precision on CUDA"
@@ -126,6 +124,8 @@ class ObfuscatedGradientsExperiment(Experiment):
         return [*trained, ("pgd_at", cfg.at_steps)]
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        from paperzoo.papers.obfuscated_gradients.training import run_cifar
+
         name = self.dataset_name(ctx)
         if name == "cifar10":  # the paper's setting: the CIFAR-10 part
             if cfg.cifar is None:
@@ -160,6 +160,8 @@ class ObfuscatedGradientsExperiment(Experiment):
 
     def _mnist_outcome(self, name: str, cfg: Config, ctx: RunContext) -> Outcome:
         """The MNIST part (``training.run_mnist``) with its figure and notes."""
+        from paperzoo.papers.obfuscated_gradients.training import run_mnist
+
         measured, details, info = run_mnist(name, cfg, ctx)
         data = [info]
         figures = [self._figure(cfg, details, ctx)]

@@ -8,7 +8,7 @@ notes and figures). The optimizer itself: ``paperzoo.optim.PathSGD``. Protocol, 
 measured numbers: docs/path-sgd.md.
 """
 
-from paperzoo.experiments.path_sgd.config import CLAIMS, CONFIGS, Config
-from paperzoo.experiments.path_sgd.experiment import PathSGDExperiment
+from paperzoo.papers.path_sgd.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.path_sgd.experiment import PathSGDExperiment
 
 __all__ = ["CLAIMS", "CONFIGS", "Config", "PathSGDExperiment"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -22,14 +22,14 @@ from paperzoo.data.ground_truth import GroundTruthData
 from paperzoo.engine import budget, load_weights
 from paperzoo.engine.distributed import RanksExited, wait_for_all_ranks
 from paperzoo.experiments.base import (
-    EXPERIMENTS,
     Experiment,
     GpuCheck,
     NotRun,
     Outcome,
     RunContext,
 )
-from paperzoo.experiments.disentanglement.config import (
+from paperzoo.experiments.grid import read_record
+from paperzoo.papers.disentanglement.config import (
     CLAIMS,
     CONFIGS,
     GROUND_TRUTH_ID,
@@ -37,14 +37,11 @@ from paperzoo.experiments.disentanglement.config import (
     RANDOM_ID,
     Config,
 )
-from paperzoo.experiments.disentanglement.study import grid_items, shard_items, summarize
-from paperzoo.experiments.disentanglement.training import (
-    Env,
-    environment,
-    evaluate_item,
-)
-from paperzoo.experiments.grid import read_record
-from paperzoo.models.vae import VAE, VAEConfig
+
+if TYPE_CHECKING:
+    from paperzoo.models.vae import VAE
+    from paperzoo.papers.disentanglement.training import Env
+
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +88,8 @@ def _traversal(model: VAE, seed_image: Tensor, steps: int) -> np.ndarray:
 def _traversal_figure(records: list[dict[str, Any]], cfg: Config, env: Env) -> Figure | str:
     """Latent traversals of the most and the least disentangled VAE (by DCI) whose weights are
     on disk; without any, the reason as a string."""
+    from paperzoo.models.vae import VAE, VAEConfig
+
     vaes = [
         r
         for r in records
@@ -133,7 +132,6 @@ def _traversal_figure(records: list[dict[str, Any]], cfg: Config, env: Env) -> F
 # -- the experiment ---------------------------------------------------------------------------------
 
 
-@EXPERIMENTS.register("disentanglement")
 class DisentanglementExperiment(Experiment):
     name = "disentanglement"
     cuda_precision = "bf16"  # the reason: docs/disentanglement.md, "Precision on CUDA"
@@ -194,6 +192,8 @@ class DisentanglementExperiment(Experiment):
         return _full_cost(cfg, plan)
 
     def plan(self, cfg: Config, ctx: RunContext) -> list[tuple[str, int]]:
+        from paperzoo.papers.disentanglement.study import grid_items, shard_items
+
         out: list[tuple[str, int]] = []
         for item in shard_items(grid_items(cfg), ctx.shard, ctx.dist)[1]:
             if item not in (GROUND_TRUTH_ID, RANDOM_ID):  # the codes: only WReNs train on them
@@ -202,6 +202,9 @@ class DisentanglementExperiment(Experiment):
         return out
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        from paperzoo.papers.disentanglement.study import grid_items, shard_items
+        from paperzoo.papers.disentanglement.training import environment, evaluate_item
+
         name = self.dataset_name(ctx)
         assert name is not None
         env = environment(cfg, ctx, name)
@@ -236,6 +239,9 @@ class DisentanglementExperiment(Experiment):
         )
 
     def merge(self, results: list[dict[str, Any]], ctx: RunContext) -> Outcome:
+        from paperzoo.papers.disentanglement.study import grid_items
+        from paperzoo.papers.disentanglement.training import environment
+
         cfg = self.config(ctx.scale)
         by_id: dict[str, dict[str, Any]] = {}
         names, dirs = set(), []
@@ -280,6 +286,8 @@ class DisentanglementExperiment(Experiment):
         shard: tuple[int, int] | None,
         run_dirs: list[str],
     ) -> Outcome:
+        from paperzoo.papers.disentanglement.study import summarize
+
         measured, details = summarize(records, cfg)
         records = details["records"]  # without the items that diverged
         details.update(dataset=env.name, run_dirs=run_dirs, config=_config_dict(cfg))
@@ -406,9 +414,9 @@ def _config_dict(cfg: Config) -> dict[str, Any]:
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
     from paperzoo.data.abstract_reasoning import sample_pgms
-    from paperzoo.experiments.disentanglement.config import PGM_SIZES
     from paperzoo.models.vae import VAE, VAEConfig
     from paperzoo.models.wren import WReN
+    from paperzoo.papers.disentanglement.config import PGM_SIZES
     from paperzoo.utils.work import Piece, host_seconds, step
 
     vae = VAE(config=VAEConfig(in_channels=1, image_size=cfg.image_size), method="beta_vae")

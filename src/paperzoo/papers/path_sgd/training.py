@@ -24,9 +24,9 @@ from paperzoo.engine import NonFiniteLossError, TrainConfig, Trainer, budget, se
 from paperzoo.engine import precision as num_precision
 from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.grid import read_record, write_record
-from paperzoo.experiments.path_sgd.config import INITS, Config
 from paperzoo.metrics.classification import predict
 from paperzoo.optim import PathSGD
+from paperzoo.papers.path_sgd.config import INITS, Config
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from matplotlib.figure import Figure
@@ -35,7 +35,6 @@ from matplotlib.figure import Figure
 from paperzoo.data import layouts, load_dataset
 from paperzoo.engine import budget, seeded
 from paperzoo.experiments.base import (
-    EXPERIMENTS,
     Experiment,
     GpuCheck,
     NotRun,
@@ -43,7 +42,7 @@ from paperzoo.experiments.base import (
     RunContext,
     train_size,
 )
-from paperzoo.experiments.path_sgd.config import (
+from paperzoo.papers.path_sgd.config import (
     CLAIMS,
     COLORS,
     CONFIGS,
@@ -53,23 +52,11 @@ from paperzoo.experiments.path_sgd.config import (
     PAPER_DATASETS,
     Config,
 )
-from paperzoo.experiments.path_sgd.training import (
-    Run,
-    evaluate_test,
-    invariance_diff,
-    invariance_nets,
-    mean_log10_ratio,
-    pair_diff,
-    prepare,
-    prune_checkpoints,
-    relative_gradients,
-    train_run,
-)
-from paperzoo.models.small import MLP
-from paperzoo.optim import balanced_init_, path_norm, rescale_units_, unbalanced_init_
+
+if TYPE_CHECKING:
+    from paperzoo.papers.path_sgd.training import Run
 
 
-@EXPERIMENTS.register("path-sgd")
 class PathSGDExperiment(Experiment):
     name = "path-sgd"
     cuda_precision = "tf32"  # the reason: docs/path-sgd.md, "Precision on CUDA"
@@ -141,6 +128,20 @@ class PathSGDExperiment(Experiment):
         return grid + inv
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        from paperzoo.models.small import MLP
+        from paperzoo.optim import balanced_init_, path_norm, rescale_units_, unbalanced_init_
+        from paperzoo.papers.path_sgd.training import (
+            evaluate_test,
+            invariance_diff,
+            invariance_nets,
+            mean_log10_ratio,
+            pair_diff,
+            prepare,
+            prune_checkpoints,
+            relative_gradients,
+            train_run,
+        )
+
         name = self.dataset_name(ctx)
         assert name is not None
         split = load_dataset(name, data_root=ctx.data_root, download=ctx.download, seed=ctx.seed)
@@ -440,6 +441,8 @@ def _speed_note(
     """Where along the training each comparison is won or lost: log10(other's training loss /
     Path-SGD's) at a few epochs, and whether any Path-SGD step size of the grid beats the other's
     chosen run over the curve (if none does, the step-size rule is not what decides)."""
+    from paperzoo.papers.path_sgd.training import mean_log10_ratio
+
     parts = []
     for init in INITS:
         ref = best[(init, "pathsgd")]
@@ -496,6 +499,7 @@ def _divergence_note(
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.models.small import MLP
     from paperzoo.utils.work import Piece, forward, step
 
     net = MLP(in_features=784, hidden=(cfg.hidden, cfg.hidden), num_classes=10)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from einops import rearrange
 from matplotlib.figure import Figure
 from torch import Tensor, nn
 
@@ -24,7 +23,6 @@ from paperzoo.data.transforms import as_set
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine import step_decay
 from paperzoo.experiments.base import (
-    EXPERIMENTS,
     ClaimSpec,
     Experiment,
     GpuCheck,
@@ -32,7 +30,7 @@ from paperzoo.experiments.base import (
     Outcome,
     RunContext,
 )
-from paperzoo.experiments.perceiver.config import (
+from paperzoo.papers.perceiver.config import (
     CLAIMS,
     CONFIGS,
     DIGIT_MODELS,
@@ -40,31 +38,15 @@ from paperzoo.experiments.perceiver.config import (
     Config,
     PerceiverImageNetConfig,
 )
-from paperzoo.experiments.perceiver.training import (
-    Candidate,
-    build_imagenet_models,
-    build_models,
-    count_top1,
-    evaluation_share,
-    fit,
-    fit_imagenet,
-    imagenet_param_counts,
-    imagenet_perceiver_config,
-    lamb_optimizer,
-)
-from paperzoo.metrics.classification import predict
-from paperzoo.models.perceiver import (
-    ConvNetWithPositions,
-    Perceiver,
-    PerceiverOnImages,
-    PerceiverWithPositions,
-)
 from paperzoo.utils import count_params
+
+if TYPE_CHECKING:
+    from paperzoo.papers.perceiver.training import Candidate
+
 
 log = logging.getLogger(__name__)
 
 
-@EXPERIMENTS.register("perceiver")
 class PerceiverExperiment(Experiment):
     name = "perceiver"
     cuda_precision = "bf16"  # the reason: docs/perceiver.md, "Precision on CUDA"
@@ -163,6 +145,10 @@ class PerceiverExperiment(Experiment):
         return self._run_digits(cfg, ctx, dataset)
 
     def _run_digits(self, cfg: Config, ctx: RunContext, dataset: str) -> Outcome:
+        from paperzoo.metrics.classification import predict
+        from paperzoo.models.perceiver import PerceiverWithPositions
+        from paperzoo.papers.perceiver.training import build_models, fit, imagenet_param_counts
+
         split = load_dataset(
             dataset,
             data_root=ctx.data_root,
@@ -324,6 +310,15 @@ class PerceiverExperiment(Experiment):
         )
         from paperzoo.engine import budget
         from paperzoo.engine.accumulation import has_batch_norm
+        from paperzoo.models.perceiver import PerceiverOnImages
+        from paperzoo.papers.perceiver.training import (
+            build_imagenet_models,
+            count_top1,
+            evaluation_share,
+            fit_imagenet,
+            imagenet_param_counts,
+            lamb_optimizer,
+        )
 
         if ctx.data_root is None:
             from paperzoo.data.layouts import require
@@ -540,6 +535,10 @@ class PerceiverExperiment(Experiment):
         ctx: RunContext,
     ) -> str:
         """First cross-attend maps: raster model, and the permuted model's maps un-permuted."""
+        from einops import rearrange
+
+        from paperzoo.models.perceiver import PerceiverWithPositions
+
         n_img, n_lat = cfg.attention_images, cfg.attention_latents
         _, c, h, w = x_test.shape
         imgs = x_test[:n_img]
@@ -591,7 +590,9 @@ def _imagenet_steps_per_epoch(cfg: PerceiverImageNetConfig, data_root: str | Pat
 
 
 def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
+    from paperzoo.models.perceiver import ConvNetWithPositions, Perceiver, PerceiverOnImages
     from paperzoo.models.registry import MODELS
+    from paperzoo.papers.perceiver.training import imagenet_perceiver_config
     from paperzoo.utils.work import Piece, forward, step
 
     s = cfg.image_size

@@ -27,7 +27,6 @@ from paperzoo.data.not_so_clevr import (
 )
 from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.coordconv.config import SCHEDULES, Config
 from paperzoo.metrics import on_device
 from paperzoo.models.coordconv import (
     ConvRegressor,
@@ -35,6 +34,7 @@ from paperzoo.models.coordconv import (
     CoordConvRegressor,
     DeconvPainter,
 )
+from paperzoo.papers.coordconv.config import SCHEDULES, Config
 
 # Sec. 4.2's regressors, by the name of their training run
 REGRESSORS: dict[str, Callable[[], nn.Module]] = {

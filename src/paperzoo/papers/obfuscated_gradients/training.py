@@ -42,15 +42,15 @@ from paperzoo.data.cifar import random_crop_flip
 from paperzoo.engine import budget, seeded
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.obfuscated_gradients.config import (
+from paperzoo.metrics import accuracy
+from paperzoo.models.small import SmallCNN
+from paperzoo.papers.obfuscated_gradients.config import (
     CIFAR_MODELS,
     OBFUSCATING,
     SHATTERED,
     CifarConfig,
     Config,
 )
-from paperzoo.metrics import accuracy
-from paperzoo.models.small import SmallCNN
 
 log = logging.getLogger(__name__)
 

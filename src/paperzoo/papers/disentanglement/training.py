@@ -35,15 +35,6 @@ from paperzoo.engine import (
 )
 from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.disentanglement.config import (
-    DRY_RUN_BATCH,
-    GROUND_TRUTH_ID,
-    PGM_SIZES,
-    RANDOM_ID,
-    WREN_GRID,
-    Config,
-    ModelSpec,
-)
 from paperzoo.experiments.grid import read_record, write_record
 from paperzoo.metrics.disentanglement import (
     beta_vae_score,
@@ -62,6 +53,15 @@ from paperzoo.models.vae import (
     train_step,
 )
 from paperzoo.models.wren import WReN
+from paperzoo.papers.disentanglement.config import (
+    DRY_RUN_BATCH,
+    GROUND_TRUTH_ID,
+    PGM_SIZES,
+    RANDOM_ID,
+    WREN_GRID,
+    Config,
+    ModelSpec,
+)
 
 log = logging.getLogger(__name__)
 
