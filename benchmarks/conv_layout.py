@@ -98,7 +98,13 @@ from paperzoo.data.transforms import translate
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.transfer import batch_to_device
 from paperzoo.experiments import EXPERIMENTS
+<<<<<<< HEAD
 from paperzoo.experiments.wrm import MNIST_CLIP, make_trainer_attack
+=======
+from paperzoo.experiments.coordconv.training import _accumulating_step
+from paperzoo.experiments.wrm.config import MNIST_CLIP
+from paperzoo.experiments.wrm.training import make_trainer_attack
+>>>>>>> split1
 from paperzoo.models.coordconv import (
     ConvRegressor,
     CoordConvPainter,
@@ -182,7 +188,7 @@ def _resnet(net: str, scale: str) -> Callable[[int | None], Workload]:
     def build(batch: int | None) -> Workload:
         cfg = _cfg("resnet", scale)
         depth = int(net.removeprefix("plain").removeprefix("resnet"))
-        side = 28 // cfg.downsample  # mnist5k average-pooled (experiments/resnet.py, _data)
+        side = 28 // cfg.downsample  # mnist5k average-pooled (resnet.training.load_data)
         with seeded(SEED):
             model = CifarResNet(depth=depth, residual=net.startswith("resnet"), in_chans=1)
         opt = torch.optim.SGD(

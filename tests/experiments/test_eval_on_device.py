@@ -79,7 +79,7 @@ def _data(n: int, shape: tuple[int, ...] = (1, 4, 4), classes: int = 3) -> tuple
 
 
 def test_wrm_pgm_errors_run_on_the_models_device_and_read_once(fake_device) -> None:
-    from paperzoo.experiments.wrm import pgm_errors
+    from paperzoo.experiments.wrm.training import pgm_errors
 
     x, y = _data(12)
     # 2 budgets, 3 attack batches each: one read for all of them
@@ -89,7 +89,7 @@ def test_wrm_pgm_errors_run_on_the_models_device_and_read_once(fake_device) -> N
 
 
 def test_wrm_pgm_errors_on_the_cpu_are_the_former_numbers() -> None:
-    from paperzoo.experiments.wrm import make_trainer_attack, pgm_errors
+    from paperzoo.experiments.wrm.training import make_trainer_attack, pgm_errors
 
     model, (x, y) = _classifier(), _data(23)
     budgets = [0.0, 0.05, 2.0]
@@ -103,7 +103,8 @@ def test_wrm_pgm_errors_on_the_cpu_are_the_former_numbers() -> None:
 
 
 def test_wrm_spheres_geometry_reads_do_not_grow_with_the_grid() -> None:
-    from paperzoo.experiments.wrm import boundary_geometry, spheres_net
+    from paperzoo.experiments.wrm.geometry import boundary_geometry
+    from paperzoo.experiments.wrm.training import spheres_net
 
     torch.manual_seed(0)
     models = {"erm": spheres_net(), "wrm": spheres_net()}

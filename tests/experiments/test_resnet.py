@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.resnet import ResNetExperiment
+from paperzoo.experiments.resnet import training
+from paperzoo.experiments.resnet.experiment import ResNetExperiment
 from paperzoo.experiments.runner import build_result, run_experiment
 
 
@@ -70,7 +71,7 @@ def test_batches_are_the_same_global_batch_for_any_rank_split() -> None:
     cfg = replace(exp.config("smoke"), batch_size=8, pad=2, flip=True)
     x = torch.rand(20, 1, 6, 6)
     y = torch.arange(20)
-    batches = exp._batches(x, y, cfg, seed=3)
+    batches = training.batches(x, y, cfg, seed=3)
     xb, yb = batches(5, torch.Generator().manual_seed(11))
     again, _ = batches(5, torch.Generator().manual_seed(11))
     assert xb.shape == (8, 1, 6, 6) and torch.equal(xb, again)  # a function of (seed, step)
@@ -79,8 +80,8 @@ def test_batches_are_the_same_global_batch_for_any_rank_split() -> None:
 
 def test_lr_schedule_milestones_and_warmup() -> None:
     cfg = ResNetExperiment().config("full")
-    f110 = ResNetExperiment._lr_schedule(cfg, 110)
-    f56 = ResNetExperiment._lr_schedule(cfg, 56)
+    f110 = training.lr_schedule(cfg, 110)
+    f56 = training.lr_schedule(cfg, 56)
     assert f110(0) == pytest.approx(0.1) and f110(400) == 1.0 and f56(0) == 1.0
     assert f56(31_999) == 1.0 and f56(32_000) == pytest.approx(0.1)
     assert f56(48_000) == pytest.approx(0.01) and f56(63_999) == pytest.approx(0.01)
@@ -98,12 +99,14 @@ def test_quick_scale_claims_hold(tmp_path: Path) -> None:
 def test_quick_data_are_digits_pooled_to_7x7(tmp_path: Path) -> None:
     exp = ResNetExperiment()
     cfg = exp.config("quick")
-    data, info, num_classes = exp._data(cfg, RunContext(scale="quick", out_dir=tmp_path))
+    ctx = RunContext(scale="quick", out_dir=tmp_path)
+    data, info, num_classes = training.load_data(exp.dataset_name(ctx), cfg, ctx)
     assert data["x"].shape == (4000, 1, 7, 7) and data["x_test"].shape == (1000, 1, 7, 7)
     assert info.name == "mnist5k" and num_classes == 10
     assert data["x"].mean(0).abs().max() < 1e-5  # per-pixel mean subtracted (§4.2)
     # 4x4 average pooling of the 28x28 digits, before the mean subtraction
-    raw = exp._data(replace(cfg, downsample=1), RunContext(scale="quick", out_dir=tmp_path))[0]
+    ctx = RunContext(scale="quick", out_dir=tmp_path)
+    raw = training.load_data(exp.dataset_name(ctx), replace(cfg, downsample=1), ctx)[0]
     pooled = torch.nn.functional.avg_pool2d(raw["x"], 4)
     assert torch.allclose(data["x"], pooled, atol=1e-5)
 
@@ -155,17 +158,17 @@ def test_dry_run_evaluates_the_first_batches_only(tmp_path: Path, monkeypatch) -
     exp = ResNetExperiment()
     cfg = replace(exp.config("smoke"), steps=2, eval_every=0, loss_window=1, n_test=None)
     ctx = RunContext(scale="smoke", out_dir=tmp_path, quiet=True, dataset="mnist5k")
-    data, _, k = exp._data(replace(cfg, n_val=1200), ctx)
+    data, _, k = training.load_data(exp.dataset_name(ctx), replace(cfg, n_val=1200), ctx)
     seen: list[int] = []
-    orig = ResNetExperiment._error
+    orig = training.error_rate
 
     def spy(model, x, y, device):  # noqa: ANN001, ANN202
         seen.append(len(x))
         return orig(model, x, y, device)
 
-    monkeypatch.setattr(ResNetExperiment, "_error", staticmethod(spy))
+    monkeypatch.setattr(training, "error_rate", spy)
     with budget.capped(budget.StepBudget(1)):
-        exp._train_one("resnet8", replace(cfg, n_val=1200), ctx, data, k)
+        training.train_one("resnet8", replace(cfg, n_val=1200), ctx, data, k)
     # validation (1,200) and test (1,000) images cut to one training batch
     assert seen and max(seen) == cfg.batch_size
 
@@ -176,7 +179,7 @@ def test_batch_norm_is_synchronised_under_ddp_on_cuda_only() -> None:
     from torch import nn
 
     from paperzoo.engine.distributed import DistInfo
-    from paperzoo.experiments.resnet import sync_batch_norm
+    from paperzoo.experiments.resnet.training import sync_batch_norm
     from paperzoo.models.resnet import CifarResNet
 
     def kinds(model: nn.Module) -> set[type]:

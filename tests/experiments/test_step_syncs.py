@@ -294,12 +294,13 @@ def test_on_cuda_a_capped_trainer_records_a_sync_in_its_step() -> None:
 def test_resnet_batch_source_neither_reads_nor_blocks() -> None:
     """The training set lives on the device; the step's indices and the crop/flip draws are
     made on the host and go there without blocking."""
-    from paperzoo.experiments.resnet import CONFIGS, ResNetExperiment
+    from paperzoo.experiments.resnet.config import CONFIGS
+    from paperzoo.experiments.resnet.training import batches
 
     cfg = replace(CONFIGS["smoke"], batch_size=8, pad=4, flip=True)
     x = torch.zeros(20, 3, 8, 8, device=META)
     y = torch.zeros(20, dtype=torch.long, device=META)
-    batch = ResNetExperiment._batches(x, y, cfg, seed=0)
+    batch = batches(x, y, cfg, seed=0)
     with recording_syncs() as events:
         for step in range(3):
             xb, yb = batch(step, torch.Generator().manual_seed(step))
@@ -520,13 +521,14 @@ def test_on_cuda_the_steps_make_no_synchronising_call() -> None:
     on every call that makes the host wait for the device (each step runs once before, outside
     the check, so that one-time set-up is not counted)."""
     from paperzoo.adversarial.attacks import random_in_ball
-    from paperzoo.experiments.resnet import CONFIGS, ResNetExperiment
+    from paperzoo.experiments.resnet.config import CONFIGS
+    from paperzoo.experiments.resnet.training import batches
     from paperzoo.models.vae import make_optimizers, train_step
 
     cuda = torch.device("cuda")
     cfg = replace(CONFIGS["smoke"], batch_size=8, pad=4, flip=True)
     x, y = torch.rand(20, 3, 8, 8, device=cuda), torch.zeros(20, dtype=torch.long, device=cuda)
-    resnet_batch = ResNetExperiment._batches(x, y, cfg, seed=0)
+    resnet_batch = batches(x, y, cfg, seed=0)
     vae = _vae("annealed_vae").to(cuda)
     vae_opt, _ = make_optimizers(vae)
     images = torch.rand(4, 1, 16, 16)

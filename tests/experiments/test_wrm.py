@@ -14,17 +14,20 @@ from torch import nn
 from paperzoo.data import DataRequired
 from paperzoo.data.spheres import make_spheres
 from paperzoo.experiments.runner import run_experiment
-from paperzoo.experiments.wrm import (
-    MNIST_CLIP,
-    WRMExperiment,
+from paperzoo.experiments.wrm.config import MNIST_CLIP
+from paperzoo.experiments.wrm.experiment import WRMExperiment
+from paperzoo.experiments.wrm.geometry import (
     boundary_distances,
     boundary_geometry,
     boundary_points,
     boundary_radius,
     fig1_findings,
+)
+from paperzoo.experiments.wrm.training import (
     make_trainer_attack,
     pgm_errors,
     spheres_net,
+    train_spheres,
 )
 from paperzoo.models.wrm import WRMNet
 from paperzoo.utils import count_params
@@ -139,13 +142,11 @@ def test_a_spheres_model_that_does_not_fit_is_trained_again(smoke_ctx) -> None:
     exp = WRMExperiment()
     cfg = exp.config("smoke")
     xtr, ytr = _spheres_data(smoke_ctx, cfg)
-    _, _, once = exp.train_spheres(
-        dataclasses.replace(cfg, spheres_fit_acc=0.0), smoke_ctx, xtr, ytr
-    )
+    _, _, once = train_spheres(dataclasses.replace(cfg, spheres_fit_acc=0.0), smoke_ctx, xtr, ytr)
     assert {k: len(v) for k, v in once.items()} == {"erm": 1, "wrm": 1, "fgm": 1}
     never = dataclasses.replace(cfg, spheres_fit_acc=1.01, spheres_restarts=2)  # none can fit
     ctx = dataclasses.replace(smoke_ctx, out_dir=smoke_ctx.out_dir / "never")
-    models, _, attempts = exp.train_spheres(never, ctx, xtr, ytr)
+    models, _, attempts = train_spheres(never, ctx, xtr, ytr)
     assert {k: len(v) for k, v in attempts.items()} == {"erm": 3, "wrm": 3, "fgm": 3}
     # each attempt is its own training run from its own initialisation
     losses = set()
