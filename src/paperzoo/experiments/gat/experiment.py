@@ -48,234 +48,15 @@ Protocol, results and the record of each decision: docs/gat.md.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-from matplotlib.figure import Figure
-from torch import Tensor, nn
+from torch import nn
 
-from paperzoo.adversarial.attacks import FGSM, PGD
-from paperzoo.adversarial.gat import GATConfig, GenerativeAdversarialTrainer, PerturbationGenerator
-from paperzoo.adversarial.training import adversarial_loss_fn
 from paperzoo.data import layouts
-from paperzoo.data.base import Split, load_dataset
-from paperzoo.data.splits import validation_split
-from paperzoo.engine import History, TrainConfig, Trainer, budget, seeded
-from paperzoo.experiments.base import (
-    EXPERIMENTS,
-    ClaimSpec,
-    Experiment,
-    GpuCheck,
-    NotRun,
-    Outcome,
-    RunContext,
-    check_selection_run,
-)
-from paperzoo.metrics import on_device
-from paperzoo.metrics.classification import predict
-from paperzoo.models.small import SmallCNN
+from paperzoo.engine import budget
+from paperzoo.experiments.base import EXPERIMENTS, Experiment, GpuCheck, NotRun, Outcome, RunContext
+from paperzoo.experiments.gat.config import CLAIMS, CONFIGS, MODELS, PAPER_DATASETS, Config
 from paperzoo.utils.format import format_number
-
-MODELS = ("plain", "dropout", "noise", "fgsm_at", "gat")
-PAPER_DATASETS = ("cifar10", "cifar100")  # the paper's experiments (each its setting at full)
-
-
-@dataclass(frozen=True)
-class Config:
-    steps: int  # optimisation steps per model
-    batch_size: int  # minibatch size
-    lr: float  # Adam learning rate (classifiers and generator)
-    channels: tuple[int, int]  # conv channels of the classifier
-    hidden: int  # FC width of the classifier
-    eps: tuple[float, ...] = (0.1, 0.2, 0.3)  # FGSM and PGD budgets (l_inf) evaluated
-    # The one training budget (l_inf) of every perturbation-based defence: FGSM adversarial
-    # training's eps, random-noise training's eps and the bound of GAT's generator output.
-    train_eps: float = 0.25
-    # alpha 0.5 (paper); c_g 0.001 chosen on validation (seeds 100-103) from {0.1, 0.01, 0.001, 0}
-    gat: GATConfig = field(default_factory=lambda: GATConfig(alpha=0.5, c_g=0.001))
-    gen_hidden: tuple[int, ...] = (16, 16)  # generator conv channels
-    dropout: float = 0.5  # dropout of the dropout baseline
-    pgd_steps: int = 20  # PGD iterations (step eps / 4, random start), at every eps in ``eps``
-    n_test: int | None = None  # evaluate on at most this many test examples
-    # test images per attack call (None: all at once); --max-steps N evaluates N batches only
-    eval_batch: int | None = None
-    # engine option: the classifiers train in channels-last memory format (1.4-1.5x faster steps
-    # on CPU at quick, 1.2-1.3x at full, outputs equal to 5e-7: bench conv_layout)
-    channels_last: bool = True
-    # Selection runs (validation seeds 100-103): hold out n_val training images (stratified) and
-    # evaluate on them instead of the test images, which are then never read; None: the test set.
-    n_val: int | None = None
-    models: tuple[str, ...] | None = None  # train only these of MODELS (None: all five)
-
-    def __post_init__(self) -> None:
-        check_selection_run(self.models, MODELS, self.n_val)
-
-
-# Findings: the paper's orderings (it reports CIFAR-10/100 tables; docs/paper-numbers.md records
-# no number to hold a full-scale run to, so the full targets are the orderings). Quick runs digits.
-CLAIMS = (
-    *(
-        ClaimSpec(f"fgsm.eps{e}.gat_vs_plain.acc",
-                  f"GAT's accuracy under FGSM (eps {e}) minus the undefended model's", None, "> 0")
-        for e in (0.1, 0.2, 0.3)
-    ),
-    ClaimSpec("fgsm.gat_vs_fgsm_at.acc",
-              "GAT's accuracy under FGSM minus FGSM adversarial training's, mean over eps, both "
-              "trained with the same l_inf budget (paper: GAT competitive or better)",
-              "competitive or better", ">= 0",
-              unverified="only the abstract could be read, and it does not compare GAT with FGSM "
-              "adversarial training",
-              diagnosis={"quick": "the paper: GAT and FGSM-AT tie under FGSM at quick, and with "
-                         "2x and 3x quick's training (validation seeds 100-107) the gap moves "
-                         "towards FGSM-AT (-0.025, -0.047, -0.057; at 3x the 95 % interval is "
-                         "-0.080 to -0.034): FGSM-AT keeps gaining on the one-step attack it "
-                         "trains on while GAT's generator fools less. 'Competitive' holds at "
-                         "quick; 'or better' appears at no scale tried here (digits; CIFAR not "
-                         "tried) (docs/gat.md, 'Quick findings that do not reproduce: why')"}),
-    ClaimSpec("clean.gat.acc", "GAT's clean test accuracy", None, "reported", kind="check"),
-    # Quick: GAT costs at most 2 points of clean accuracy on digits. Full: the paper's
-    # ordering on CIFAR (GAT lowers the generalisation error: above the undefended model).
-    ClaimSpec("clean.gat_vs_plain.acc",
-              "GAT's clean test accuracy minus the undefended model's (quick: within 2 points; "
-              "full: the paper's ordering, higher)", "> 0",
-              {"quick": ">= -0.02", "full": "> 0"}),
-    ClaimSpec("clean.gat_vs_dropout.acc",
-              "GAT's clean test accuracy minus the dropout model's (paper: GAT regularises better "
-              "on CIFAR)", "> 0", "> 0"),
-    ClaimSpec("pgd.gat.acc", "GAT's accuracy under PGD at the smallest evaluated eps (iterative; "
-              "the paper did not test it)", None, "reported", kind="check"),
-    ClaimSpec("pgd.gat_vs_fgsm_at.acc",
-              "GAT's accuracy under PGD minus FGSM adversarial training's, mean over the FGSM "
-              "eps (the paper did not test PGD)", None, "reported", kind="check"),
-    ClaimSpec("gen.linf",
-              "mean l_inf size of GAT's generated perturbations over the last quarter of "
-              "training (the generator's bound is the shared training budget)",
-              None, "reported", kind="check"),
-    ClaimSpec("gen.fooling_rate",
-              "fraction of training images that GAT's generator makes the classifier misclassify, "
-              "last quarter of training", None, "reported", kind="check"),
-)  # fmt: skip
-
-
-def _generator_stats(history: History, steps: int) -> dict[str, float]:
-    """Mean size of GAT's perturbations and its fooling rate (1 - accuracy of the classifier on
-    the generator's perturbed training batch, before the classifier's update), over the records
-    logged in the last quarter of training."""
-    recs = [r for r in history.records if "gen_linf" in r and r["step"] >= 0.75 * steps]
-    if not recs:
-        return {}
-    mean = lambda k: sum(float(r[k]) for r in recs) / len(recs)  # noqa: E731
-    return {"gen_linf": mean("gen_linf"), "gen_l2": mean("gen_l2"),
-            "fooling_rate": 1.0 - mean("adv_acc")}  # fmt: skip
-
-
-def _measured(acc: dict[str, dict[str, float]], eps: tuple[float, ...]) -> dict[str, Any]:
-    """The claims read from the accuracies ``acc[model][metric]``; None where a model they
-    compare was not trained (a selection run's ``models``) or an eps was not evaluated."""
-
-    def diff(a: str, b: str, metric: str) -> float | None:
-        if a not in acc or b not in acc or metric not in acc[a] or metric not in acc[b]:
-            return None
-        return acc[a][metric] - acc[b][metric]
-
-    def mean_diff(a: str, b: str, attack: str) -> float | None:
-        d = [diff(a, b, f"{attack}{e}") for e in eps]
-        return None if None in d else sum(d) / len(d)  # type: ignore[arg-type]
-
-    gat = acc.get("gat", {})
-    m: dict[str, Any] = {
-        f"fgsm.eps{e}.gat_vs_plain.acc": diff("gat", "plain", f"fgsm{e}") if e in eps else None
-        for e in (0.1, 0.2, 0.3)
-    }
-    m["fgsm.gat_vs_fgsm_at.acc"] = mean_diff("gat", "fgsm_at", "fgsm")
-    m["clean.gat.acc"] = gat.get("clean")
-    m["clean.gat_vs_plain.acc"] = diff("gat", "plain", "clean")
-    m["clean.gat_vs_dropout.acc"] = diff("gat", "dropout", "clean")
-    m["pgd.gat.acc"] = gat.get(f"pgd{eps[0]}")
-    m["pgd.gat_vs_fgsm_at.acc"] = mean_diff("gat", "fgsm_at", "pgd")
-    return m
-
-
-def _attacked_correct(
-    model: nn.Module,
-    attack: Callable[[Tensor, Tensor], Tensor],
-    x: Tensor,
-    y: Tensor,
-    batch: int | None,
-) -> Tensor:
-    """How many of ``attack(x, y)`` ``model`` classifies correctly, attacked ``batch`` images at a
-    time (one batch's activations in memory, never the whole test set's; None: all at once): a
-    0-dim tensor on the model's device (``x``, ``y`` are there too), not read.
-
-    Shapes:
-        x: (N, C, H, W); y: (N,) -> ()
-    """
-    step = len(x) if batch is None else max(1, batch)
-    correct = torch.zeros((), dtype=torch.int64, device=on_device.model_device(model))
-    for i in range(0, len(x), step):
-        xb, yb = x[i : i + step], y[i : i + step]
-        correct += on_device.count_correct(model, attack(xb, yb), yb)
-    return correct
-
-
-def correct_counts(
-    models: dict[str, nn.Module], x: Tensor, y: Tensor, cfg: Config, ctx: RunContext
-) -> dict[tuple[str, str], Tensor]:
-    """Per (model, metric): how many test images each model classifies correctly, clean, under
-    FGSM at each eps and (the undefended, FGSM-AT and GAT models) under PGD at each eps. Every
-    count is a 0-dim tensor on the models' device, where the attacks and the forwards run; none
-    is read here."""
-    counts: dict[tuple[str, str], Tensor] = {}
-    for name, model in models.items():
-        dev = on_device.model_device(model)
-        xd, yd = x.to(dev), y.to(dev)
-        counts[name, "clean"] = on_device.count_correct(model, xd, yd)
-        for e in cfg.eps:
-            fgsm = FGSM(model, eps=e)
-            counts[name, f"fgsm{e}"] = _attacked_correct(model, fgsm, xd, yd, cfg.eval_batch)
-        if name in ("plain", "fgsm_at", "gat"):
-            for e in cfg.eps:  # PGD at every FGSM eps
-                pgd = PGD(model, eps=e, alpha=e / 4, steps=cfg.pgd_steps,
-                          generator=ctx.generator("pgd", name, str(e)))  # fmt: skip
-                counts[name, f"pgd{e}"] = _attacked_correct(model, pgd, xd, yd, cfg.eval_batch)
-    return counts
-
-
-def evaluate(
-    models: dict[str, nn.Module], x: Tensor, y: Tensor, cfg: Config, ctx: RunContext
-) -> dict[str, dict[str, float]]:
-    """``acc[model][metric]``: the accuracies of ``correct_counts``, read in one transfer."""
-    counts = correct_counts(models, x, y, cfg, ctx)
-    acc: dict[str, dict[str, float]] = {name: {} for name in models}
-    values = on_device.fractions(list(counts.values()), len(x))
-    for (name, metric), a in zip(counts, values, strict=True):
-        acc[name][metric] = a
-    return acc
-
-
-def _noise_loss(eps: float, clip: tuple[float, float]) -> Callable[[nn.Module, Any], Tensor]:
-    """Random-noise training: half clean, half uniform noise in the l_inf ball (the paper's
-    alpha-weighted objective with random instead of adversarial perturbations)."""
-
-    def loss_fn(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-        x, y = batch
-        noisy = (x + (torch.rand_like(x) * 2 - 1) * eps).clamp(*clip)
-        logits_clean, logits_noisy = model(torch.cat([x, noisy])).split(len(x))
-        return 0.5 * F.cross_entropy(logits_clean, y) + 0.5 * F.cross_entropy(logits_noisy, y)
-
-    return loss_fn
-
-
-CONFIGS = {
-    "smoke": Config(steps=3, batch_size=16, lr=1e-3, channels=(4, 8), hidden=16, pgd_steps=2,
-                    n_test=32),
-    "quick": Config(steps=1500, batch_size=64, lr=1e-3, channels=(16, 32), hidden=64),
-    "full": Config(steps=50000, batch_size=128, lr=1e-3, channels=(64, 128), hidden=256,
-                   eps=(0.1, 0.2, 0.3), train_eps=0.1, gen_hidden=(64, 64), eval_batch=500),
-}  # fmt: skip
 
 
 @EXPERIMENTS.register("gat")
@@ -309,7 +90,9 @@ class GATExperiment(Experiment):
     )
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-        return _full_cost(cfg, plan)
+        from paperzoo.experiments.gat.training import full_cost
+
+        return full_cost(cfg, plan)
 
     def setting_note(self, ctx: RunContext) -> str | None:
         """CIFAR-100 is the paper's setting too (its second data set); otherwise the default."""
@@ -329,6 +112,17 @@ class GATExperiment(Experiment):
         return [(name, cfg.steps) for name in cfg.models or MODELS]
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
+        from paperzoo.adversarial.gat import PerturbationGenerator
+        from paperzoo.data.base import load_dataset
+        from paperzoo.data.splits import validation_split
+        from paperzoo.experiments.gat import plots
+        from paperzoo.experiments.gat.training import (
+            evaluate,
+            generator_stats,
+            measured,
+            train_model,
+        )
+
         split = load_dataset(
             self.dataset_name(ctx), data_root=ctx.data_root, download=ctx.download, seed=ctx.seed
         )
@@ -354,23 +148,23 @@ class GATExperiment(Experiment):
         generator: PerturbationGenerator | None = None
         gen_stats: dict[str, float] = {}
         for name in cfg.models or MODELS:
-            model, gen, history = self._train(name, split, cfg, ctx, chans, size)
+            model, gen, history = train_model(name, split, cfg, ctx, chans, size)
             models[name] = model
             if gen is not None:
-                generator, gen_stats = gen, _generator_stats(history, cfg.steps)
+                generator, gen_stats = gen, generator_stats(history, cfg.steps)
 
         with ctx.final_evaluation():  # every model is trained: clean and attacked test accuracy
             acc = evaluate(models, x_test, y_test, cfg, ctx)  # on the run's device
 
-        m = _measured(acc, cfg.eps)  # a claim whose models did not train is not measured
+        m = measured(acc, cfg.eps)  # a claim whose models did not train is not measured
         m["gen.linf"] = gen_stats.get("gen_linf")
         m["gen.fooling_rate"] = gen_stats.get("fooling_rate")
 
         with ctx.final_evaluation():  # the figure perturbs test images
-            figures = [self._plot_acc(acc, cfg, ctx)]
+            figures = [plots.plot_acc(acc, cfg, ctx)]
             if generator is not None:
                 figures.append(
-                    self._plot_perturbations(models["gat"], generator, x_test, y_test, ctx)
+                    plots.plot_perturbations(models["gat"], generator, x_test, y_test, ctx)
                 )
         table = ["| model | clean | " + " | ".join(f"FGSM {e}" for e in cfg.eps) + " | "
                  + " | ".join(f"PGD {e:.3g}" for e in cfg.eps) + " |",
@@ -419,126 +213,3 @@ class GATExperiment(Experiment):
                        details={"accuracy": acc, "generator": gen_stats,
                                 "evaluated_on": "test" if cfg.n_val is None else "validation",
                                 "n_test": len(x_test)})  # fmt: skip
-
-    def _train(
-        self,
-        name: str,
-        split: Split,
-        cfg: Config,
-        ctx: RunContext,
-        chans: int,
-        size: int,
-    ) -> tuple[nn.Module, PerturbationGenerator | None, History]:
-        with seeded(ctx.seed):
-            model = SmallCNN(
-                in_chans=chans, num_classes=split.num_classes, image_size=size,
-                channels=cfg.channels, hidden=cfg.hidden,
-                dropout=cfg.dropout if name == "dropout" else 0.0,
-            )  # fmt: skip
-        tc = TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, seed=ctx.seed,
-                         log_every=max(1, min(50, cfg.steps)), progress=ctx.progress, desc=name,
-                         channels_last=cfg.channels_last)  # fmt: skip
-        out_dir = ctx.out_dir / "runs" / name
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-        generator = None
-        if name == "gat":
-            with seeded(ctx.seed + 1):
-                generator = PerturbationGenerator(
-                    in_chans=chans, hidden=cfg.gen_hidden, scale=cfg.train_eps
-                )
-            gen_opt = torch.optim.Adam(generator.parameters(), lr=cfg.lr)
-            gat = GenerativeAdversarialTrainer(
-                generator=generator,
-                generator_optimizer=gen_opt,
-                classifier_optimizer=opt,
-                config=cfg.gat,
-            )
-            extra = {"generator": generator, "generator_optimizer": gen_opt,
-                     "classifier_optimizer": opt}  # fmt: skip
-            trainer = Trainer(model, None, gat.step, config=tc, manual=True, device=ctx.device,
-                              out_dir=out_dir, extra=extra)  # fmt: skip
-        else:
-            if name == "fgsm_at":
-                loss = adversarial_loss_fn(lambda m: FGSM(m, eps=cfg.train_eps), clean_weight=0.5)
-            elif name == "noise":
-                loss = _noise_loss(cfg.train_eps, (0.0, 1.0))
-            else:
-                loss = adversarial_loss_fn(None)
-            trainer = Trainer(model, opt, loss, config=tc, device=ctx.device, out_dir=out_dir)
-        history = trainer.fit((split.x_train, split.y_train), resume=True)
-        model.eval()  # left on the run's device: evaluated there
-        if generator is not None:
-            generator.eval()
-        return model, generator, history
-
-    def _plot_acc(self, acc: dict[str, dict[str, float]], cfg: Config, ctx: RunContext) -> str:
-        fig = Figure(figsize=(5.5, 3.8))
-        ax = fig.subplots()
-        xs = [0.0, *cfg.eps]
-        for name, row in acc.items():
-            ax.plot(xs, [row["clean"]] + [row[f"fgsm{e}"] for e in cfg.eps], marker="o", label=name)
-        ax.set_xlabel("FGSM eps (l_inf)")
-        ax.set_ylabel("test accuracy")
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
-        ax.set_title("accuracy under FGSM")
-        return ctx.save_figure(fig, "accuracy_vs_eps.png")
-
-    def _plot_perturbations(
-        self,
-        classifier: nn.Module,
-        generator: PerturbationGenerator,
-        x: Tensor,
-        y: Tensor,
-        ctx: RunContext,
-    ) -> str:
-        from paperzoo.adversarial.gat import input_gradient
-
-        dev = on_device.model_device(classifier)
-        x, y = x[:6], y[:6]
-        with torch.no_grad():
-            delta = generator(input_gradient(classifier, x.to(dev), y.to(dev))).cpu()
-        x_adv = (x + delta).clamp(0, 1)
-        pred = predict(classifier, x_adv, device=dev).argmax(1)
-        fig = Figure(figsize=(9, 4.5))
-        axes = fig.subplots(3, len(x))
-        for c in range(len(x)):
-            for r, (img, label) in enumerate(((x[c], f"y={int(y[c])}"), (delta[c], "G(grad)"),
-                                              (x_adv[c], f"pred={int(pred[c])}"))):  # fmt: skip
-                ax = axes[r, c]
-                arr = img.permute(1, 2, 0).squeeze(-1).numpy()
-                if r == 1:
-                    ax.imshow(arr if arr.ndim == 2 else arr / (2 * generator.scale) + 0.5,
-                              cmap="seismic", vmin=-generator.scale, vmax=generator.scale)  # fmt: skip
-                else:
-                    ax.imshow(arr, cmap="gray", vmin=0, vmax=1)
-                ax.set_title(label, fontsize=7)
-                ax.set_xticks([])
-                ax.set_yticks([])
-        fig.suptitle("clean images, generated perturbations, perturbed images", fontsize=9)
-        return ctx.save_figure(fig, "perturbations.png")
-
-
-def _full_cost(cfg: Config, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-    """The full run's pieces (``paperzoo.cost``): each model's training steps and the attacks."""
-    from paperzoo.utils.work import Piece, step
-
-    net = SmallCNN(
-        in_chans=3, num_classes=10, image_size=32, channels=cfg.channels, hidden=cfg.hidden
-    )
-    f = step(net, (cfg.batch_size, 3, 32, 32))
-    eb = cfg.eval_batch or cfg.batch_size  # an attack iteration at the attacks' batch
-    per = step(net, (eb, 3, 32, 32)) / eb
-    # forward+backward passes of the classifier per step: FGSM-AT one attack pass and the
-    # update on the clean and adversarial halves; GAT the generator's input gradient, its
-    # update through the classifier, and the classifier's update on both halves (upper bound)
-    passes = {"fgsm_at": 3, "gat": 4}
-    pieces = [Piece(name, f * passes.get(name, 1), steps) for name, steps in plan]
-    attacks = len(cfg.eps) * (1 + cfg.pgd_steps)  # FGSM and PGD at each eps
-    pieces.append(Piece("FGSM and PGD evaluation", per, len(plan) * 10_000 * attacks))
-    return pieces, (
-        f"CIFAR-10 CNN (channels {list(cfg.channels)}, hidden {cfg.hidden}) at batch "
-        f"{cfg.batch_size}; FGSM-AT counts 3 and GAT 4 forward and backward passes of the "
-        "classifier per step (the generator, two small layers, is not counted); evaluation: "
-        f"FGSM and {cfg.pgd_steps}-step PGD at {len(cfg.eps)} budgets on the 10,000 test images"
-    )
