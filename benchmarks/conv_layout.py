@@ -369,7 +369,7 @@ def _gat(name: str, scale: str) -> Callable[[int | None], Workload]:
 
 
 def _noise(eps: float) -> LossFn:
-    """experiments/gat.py's random-noise training (its ``_noise_loss``, inputs in [0, 1])."""
+    """experiments/gat/training.py's random-noise training (``_noise_loss``, inputs in [0, 1])."""
 
     def loss_fn(model: nn.Module, batch: Batch) -> Tensor:
         x, y = batch

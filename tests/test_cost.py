@@ -256,11 +256,11 @@ def test_cost_sits_above_the_experiments_it_reads():
 
 @pytest.fixture
 def gat_copy():  # noqa: ANN201
-    """experiments/gat.py loaded again as a module registered under the name ``gat-twin``
+    """experiments/gat/experiment.py loaded again as a module registered under the name ``gat-twin``
     (removed from the registry and sys.modules afterwards)."""
     import importlib.util
 
-    import paperzoo.experiments.gat as gat
+    import paperzoo.experiments.gat.experiment as gat
 
     source = Path(gat.__file__).read_text()
     source = source.replace('@EXPERIMENTS.register("gat")', '@EXPERIMENTS.register("gat-twin")')

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.draw import CONFIGS, DRAWExperiment
+from paperzoo.experiments.draw.config import CONFIGS
+from paperzoo.experiments.draw.experiment import DRAWExperiment
 from paperzoo.experiments.runner import run_experiment
 
 

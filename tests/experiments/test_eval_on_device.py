@@ -131,13 +131,13 @@ def test_wrm_accuracies_run_on_the_models_device_and_read_once(fake_device) -> N
 
 
 def _gat_cfg() -> Any:
-    from paperzoo.experiments.gat import CONFIGS
+    from paperzoo.experiments.gat.config import CONFIGS
 
     return replace(CONFIGS["smoke"], eps=(0.1, 0.3), pgd_steps=2, eval_batch=4)
 
 
 def test_gat_evaluation_runs_on_the_models_device_and_reads_once(fake_device) -> None:
-    from paperzoo.experiments.gat import correct_counts, evaluate
+    from paperzoo.experiments.gat.training import correct_counts, evaluate
 
     models = {"plain": _classifier().to(META), "dropout": _classifier(seed=1).to(META)}
     x, y = _data(10)
@@ -152,7 +152,7 @@ def test_gat_evaluation_runs_on_the_models_device_and_reads_once(fake_device) ->
 
 @pytest.mark.parametrize("eval_batch", [None, 4])
 def test_gat_evaluation_on_the_cpu_gives_the_former_numbers(eval_batch) -> None:
-    from paperzoo.experiments.gat import evaluate
+    from paperzoo.experiments.gat.training import evaluate
 
     models = {"plain": _classifier(), "gat": _classifier(seed=1)}
     x, y = _data(10)

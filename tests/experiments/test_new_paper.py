@@ -1,6 +1,7 @@
-"""An eleventh paper is one new module: a copy of a small paper's module under a new name, with
-only its registered name changed, is listed, runs at smoke, shows in the summary and passes the
-catalogue tests, without any other edit to src/ or tests/.
+"""An eleventh paper is one new package: a copy of a small paper's package under a new name,
+with only its registered name and its imports of its own modules changed, is listed, runs at
+smoke, shows in the summary and passes the catalogue tests, without any other edit to src/ or
+tests/.
 
 The package is copied to a temporary directory and every command runs in a subprocess with
 ``PYTHONPATH`` pointing at the copy.
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = "gat"  # a small paper that is one module
+SOURCE = "gat"  # a small paper: one package
 NEW = "gat-copy"
 # The catalogue tests: what every registered paper must satisfy (claims, costs, `list`).
 CATALOGUE_TESTS = [
@@ -32,18 +33,23 @@ CATALOGUE_TESTS = [
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """src/ copied with experiments/gat.py duplicated as experiments/gat_copy.py, registered as
-    ``gat-copy``."""
+    """src/ copied with the package experiments/gat/ duplicated as experiments/gat_copy/,
+    registered as ``gat-copy``."""
     root = tmp_path_factory.mktemp("eleventh")
     src = root / "src"
     shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     experiments = src / "paperzoo" / "experiments"
-    module = (experiments / f"{SOURCE}.py").read_text()
+    package = experiments / "gat_copy"
+    shutil.copytree(experiments / SOURCE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in package.glob("*.py"):  # its modules import one another by absolute name
+        own = rf"\bpaperzoo\.experiments\.{SOURCE}\b"
+        path.write_text(re.sub(own, "paperzoo.experiments.gat_copy", path.read_text()))
+    module = (package / "experiment.py").read_text()
     renamed, n = re.subn(
         rf'(@EXPERIMENTS\.register\(|\n    name = )"{SOURCE}"', rf'\1"{NEW}"', module
     )
     assert n == 2, "the module's register() and name lines were not found"
-    (experiments / "gat_copy.py").write_text(renamed)
+    (package / "experiment.py").write_text(renamed)
     return root
 
 

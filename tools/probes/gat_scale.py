@@ -1,13 +1,13 @@
 """Probe: does GAT's FGSM gap to FGSM adversarial training move with more training or a wider model?
 
 Trains only the two models that ``fgsm.gat_vs_fgsm_at.acc`` compares (FGSM-AT and GAT) with the
-project's own code (``GATExperiment._train``: the same classifier, generator, optimisers, data
+project's own code (``gat.training.train_model``: the same classifier, generator, optimisers, data
 order and seeding as ``paperzoo reproduce gat``), the quick config except for the variable under
 test, and measures the finding exactly as the experiment does: GAT's test accuracy under FGSM
 minus FGSM-AT's, mean over eps 0.1 / 0.2 / 0.3, on the 1,000 mnist5k test digits.
 
 One run per seed trains each model to the largest of ``--steps`` and evaluates it at every
-listed step count on the way: ``_train`` resumes from the checkpoint the shorter run left, so
+listed step count on the way: ``train_model`` resumes from the checkpoint the shorter run left, so
 the first stop (1,500 steps, quick) is the quick run itself and the later stops are the same
 run continued (Adam at a constant learning rate; no schedule depends on the total).
 
@@ -36,7 +36,8 @@ import torch
 from paperzoo.adversarial.attacks import FGSM
 from paperzoo.data.base import load_dataset
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.gat import CONFIGS, GATExperiment, _attacked_correct, _generator_stats
+from paperzoo.experiments.gat.config import CONFIGS
+from paperzoo.experiments.gat.training import attacked_correct, generator_stats, train_model
 
 MODELS = ("fgsm_at", "gat")
 
@@ -52,12 +53,11 @@ def parse_seeds(text: str) -> list[int]:
 
 def fgsm_accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float) -> float:
     """Accuracy under FGSM at ``eps``, all test digits in one call (the quick config's
-    ``eval_batch`` None, as in ``paperzoo.experiments.gat.correct_counts``)."""
-    return float(_attacked_correct(model, FGSM(model, eps=eps), x, y, None)) / len(x)
+    ``eval_batch`` None, as in ``paperzoo.experiments.gat.training.correct_counts``)."""
+    return float(attacked_correct(model, FGSM(model, eps=eps), x, y, None)) / len(x)
 
 
 def run_seed(seed: int, steps: list[int], variant: str, overrides: dict, work: Path) -> dict:
-    exp = GATExperiment()
     cfg = dataclasses.replace(CONFIGS["quick"], models=MODELS, **overrides)
     ctx = RunContext(scale="quick", seed=seed, out_dir=work, quiet=True)
     split = load_dataset("mnist5k", seed=seed)
@@ -70,14 +70,14 @@ def run_seed(seed: int, steps: list[int], variant: str, overrides: dict, work: P
         acc: dict[str, dict[str, float]] = {}
         gen: dict[str, float] = {}
         for name in MODELS:
-            model, generator, history = exp._train(name, split, run_cfg, ctx, chans, size)
+            model, generator, history = train_model(name, split, run_cfg, ctx, chans, size)
             with torch.no_grad():
                 row = {"clean": float((model(x).argmax(1) == y).float().mean())}
             for e in cfg.eps:
                 row[f"fgsm{e}"] = fgsm_accuracy(model, x, y, e)
             acc[name] = row
             if generator is not None:
-                gen = _generator_stats(history, n)
+                gen = generator_stats(history, n)
         gap = sum(acc["gat"][f"fgsm{e}"] - acc["fgsm_at"][f"fgsm{e}"] for e in cfg.eps) / len(
             cfg.eps
         )
