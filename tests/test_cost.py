@@ -260,7 +260,7 @@ def gat_copy():  # noqa: ANN201
     (removed from the registry and sys.modules afterwards)."""
     import importlib.util
 
-    import paperzoo.experiments.gat.experiment as gat
+    import paperzoo.papers.gat.experiment as gat
 
     source = Path(gat.__file__).read_text()
     source = source.replace('@EXPERIMENTS.register("gat")', '@EXPERIMENTS.register("gat-twin")')

@@ -127,9 +127,9 @@ def test_inject_nan_in_one_process(monkeypatch: pytest.MonkeyPatch, manual: bool
 
 
 def test_the_full_resnet_sweep_is_shared_out_by_depth() -> None:
-    from paperzoo.experiments.resnet.config import CONFIGS
-    from paperzoo.experiments.resnet.experiment import ResNetExperiment
-    from paperzoo.experiments.resnet.training import share_by_depth
+    from paperzoo.papers.resnet.config import CONFIGS
+    from paperzoo.papers.resnet.experiment import ResNetExperiment
+    from paperzoo.papers.resnet.training import share_by_depth
 
     nets = ResNetExperiment().model_names(CONFIGS["full"])  # plain 20-56, ResNet 20-110
     shares = [share_by_depth(nets, DistInfo(r, 8)) for r in range(8)]
@@ -213,7 +213,7 @@ def _worker(mode: str, out: Path) -> int:
         result["stop_checkpoint"] = latest_step(out / "stop" / "checkpoints")
     elif mode == "sweep":
         from paperzoo.cli import main
-        from paperzoo.experiments.resnet import training as resnet_training
+        from paperzoo.papers.resnet import training as resnet_training
 
         train_one = resnet_training.train_one
         trained: dict[str, list] = {"per_process": [], "data_parallel": []}
@@ -320,9 +320,9 @@ def test_a_signal_reaches_every_rank_on_the_wall_time_schedule(tmp_path: Path) -
 
 
 def test_the_resnet_sweep_trains_one_net_per_process(tmp_path: Path) -> None:
-    from paperzoo.experiments.resnet.config import CONFIGS
-    from paperzoo.experiments.resnet.experiment import ResNetExperiment
-    from paperzoo.experiments.resnet.training import share_by_depth
+    from paperzoo.papers.resnet.config import CONFIGS
+    from paperzoo.papers.resnet.experiment import ResNetExperiment
+    from paperzoo.papers.resnet.training import share_by_depth
 
     nets = sorted(ResNetExperiment().model_names(CONFIGS["smoke"]))
     ranks = _launch("sweep", tmp_path)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.draw.config import CONFIGS
-from paperzoo.experiments.draw.experiment import DRAWExperiment
 from paperzoo.experiments.runner import run_experiment
+from paperzoo.papers.draw.config import CONFIGS
+from paperzoo.papers.draw.experiment import DRAWExperiment
 
 
 def test_smoke_run_measures_every_claim(smoke_ctx: RunContext):

@@ -79,7 +79,7 @@ def _data(n: int, shape: tuple[int, ...] = (1, 4, 4), classes: int = 3) -> tuple
 
 
 def test_wrm_pgm_errors_run_on_the_models_device_and_read_once(fake_device) -> None:
-    from paperzoo.experiments.wrm.training import pgm_errors
+    from paperzoo.papers.wrm.training import pgm_errors
 
     x, y = _data(12)
     # 2 budgets, 3 attack batches each: one read for all of them
@@ -89,7 +89,7 @@ def test_wrm_pgm_errors_run_on_the_models_device_and_read_once(fake_device) -> N
 
 
 def test_wrm_pgm_errors_on_the_cpu_are_the_former_numbers() -> None:
-    from paperzoo.experiments.wrm.training import make_trainer_attack, pgm_errors
+    from paperzoo.papers.wrm.training import make_trainer_attack, pgm_errors
 
     model, (x, y) = _classifier(), _data(23)
     budgets = [0.0, 0.05, 2.0]
@@ -103,8 +103,8 @@ def test_wrm_pgm_errors_on_the_cpu_are_the_former_numbers() -> None:
 
 
 def test_wrm_spheres_geometry_reads_do_not_grow_with_the_grid() -> None:
-    from paperzoo.experiments.wrm.geometry import boundary_geometry
-    from paperzoo.experiments.wrm.training import spheres_net
+    from paperzoo.papers.wrm.geometry import boundary_geometry
+    from paperzoo.papers.wrm.training import spheres_net
 
     torch.manual_seed(0)
     models = {"erm": spheres_net(), "wrm": spheres_net()}
@@ -131,13 +131,13 @@ def test_wrm_accuracies_run_on_the_models_device_and_read_once(fake_device) -> N
 
 
 def _gat_cfg() -> Any:
-    from paperzoo.experiments.gat.config import CONFIGS
+    from paperzoo.papers.gat.config import CONFIGS
 
     return replace(CONFIGS["smoke"], eps=(0.1, 0.3), pgd_steps=2, eval_batch=4)
 
 
 def test_gat_evaluation_runs_on_the_models_device_and_reads_once(fake_device) -> None:
-    from paperzoo.experiments.gat.training import correct_counts, evaluate
+    from paperzoo.papers.gat.training import correct_counts, evaluate
 
     models = {"plain": _classifier().to(META), "dropout": _classifier(seed=1).to(META)}
     x, y = _data(10)
@@ -152,7 +152,7 @@ def test_gat_evaluation_runs_on_the_models_device_and_reads_once(fake_device) ->
 
 @pytest.mark.parametrize("eval_batch", [None, 4])
 def test_gat_evaluation_on_the_cpu_gives_the_former_numbers(eval_batch) -> None:
-    from paperzoo.experiments.gat.training import evaluate
+    from paperzoo.papers.gat.training import evaluate
 
     models = {"plain": _classifier(), "gat": _classifier(seed=1)}
     x, y = _data(10)

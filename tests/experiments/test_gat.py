@@ -40,8 +40,8 @@ def test_generator_bound_is_the_shared_training_budget(smoke_ctx):
 def test_every_scale_shares_one_budget_and_evaluates_pgd_at_the_fgsm_eps():
     from dataclasses import fields
 
-    from paperzoo.experiments.gat.config import Config
-    from paperzoo.experiments.gat.experiment import GATExperiment
+    from paperzoo.papers.gat.config import Config
+    from paperzoo.papers.gat.experiment import GATExperiment
 
     names = {f.name for f in fields(Config)}
     assert "gen_scale" not in names and "pgd_eps" not in names  # no second budget to drift
@@ -66,7 +66,7 @@ def test_full_scale_reads_the_papers_cifar_data_sets():
     # Full is the paper's setting: CIFAR-10 by default (not the 5,000 embedded digits, the
     # fallback before), CIFAR-100 its other data set; a digit set there is a substitute.
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.gat.experiment import GATExperiment
+    from paperzoo.papers.gat.experiment import GATExperiment
 
     exp = GATExperiment()
     assert exp.paper_data == "cifar10"
@@ -94,7 +94,7 @@ def test_attacks_in_batches_see_every_test_image_once():
     import torch
 
     from paperzoo.adversarial.attacks import FGSM
-    from paperzoo.experiments.gat.training import attacked_correct
+    from paperzoo.papers.gat.training import attacked_correct
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3)).eval()
@@ -109,7 +109,7 @@ def test_dry_run_cuts_the_evaluation_to_the_step_budget(smoke_ctx):
     from dataclasses import replace
 
     from paperzoo.engine import budget
-    from paperzoo.experiments.gat.experiment import GATExperiment
+    from paperzoo.papers.gat.experiment import GATExperiment
 
     exp = GATExperiment()
     cfg = replace(exp.config("smoke"), n_test=None, eval_batch=4)
@@ -124,7 +124,7 @@ def test_a_selection_run_trains_only_the_named_models_on_validation_images(tmp_p
     from dataclasses import replace
 
     from paperzoo.experiments import RunContext
-    from paperzoo.experiments.gat.experiment import GATExperiment
+    from paperzoo.papers.gat.experiment import GATExperiment
 
     ctx = RunContext(scale="smoke", seed=100, out_dir=tmp_path / "out", quiet=True, guard_test=True)
     overrides = {"n_val": "24", "models": '["gat", "fgsm_at"]', "gat.c_g": "0"}

@@ -33,7 +33,7 @@ CATALOGUE_TESTS = [
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """src/ copied with the package experiments/gat/ duplicated as experiments/gat_copy/,
+    """src/ copied with the package papers/gat/ duplicated as experiments/gat_copy/,
     registered as ``gat-copy``."""
     root = tmp_path_factory.mktemp("eleventh")
     src = root / "src"

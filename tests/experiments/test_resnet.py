@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.resnet import training
-from paperzoo.experiments.resnet.experiment import ResNetExperiment
 from paperzoo.experiments.runner import build_result, run_experiment
+from paperzoo.papers.resnet import training
+from paperzoo.papers.resnet.experiment import ResNetExperiment
 
 
 def test_smoke_run_measures_every_claim(smoke_ctx: RunContext) -> None:
@@ -179,8 +179,8 @@ def test_batch_norm_is_synchronised_under_ddp_on_cuda_only() -> None:
     from torch import nn
 
     from paperzoo.engine.distributed import DistInfo
-    from paperzoo.experiments.resnet.training import sync_batch_norm
     from paperzoo.models.resnet import CifarResNet
+    from paperzoo.papers.resnet.training import sync_batch_norm
 
     def kinds(model: nn.Module) -> set[type]:
         return {type(m) for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)}

@@ -294,8 +294,8 @@ def test_on_cuda_a_capped_trainer_records_a_sync_in_its_step() -> None:
 def test_resnet_batch_source_neither_reads_nor_blocks() -> None:
     """The training set lives on the device; the step's indices and the crop/flip draws are
     made on the host and go there without blocking."""
-    from paperzoo.experiments.resnet.config import CONFIGS
-    from paperzoo.experiments.resnet.training import batches
+    from paperzoo.papers.resnet.config import CONFIGS
+    from paperzoo.papers.resnet.training import batches
 
     cfg = replace(CONFIGS["smoke"], batch_size=8, pad=4, flip=True)
     x = torch.zeros(20, 3, 8, 8, device=META)
@@ -521,9 +521,9 @@ def test_on_cuda_the_steps_make_no_synchronising_call() -> None:
     on every call that makes the host wait for the device (each step runs once before, outside
     the check, so that one-time set-up is not counted)."""
     from paperzoo.adversarial.attacks import random_in_ball
-    from paperzoo.experiments.resnet.config import CONFIGS
-    from paperzoo.experiments.resnet.training import batches
     from paperzoo.models.vae import make_optimizers, train_step
+    from paperzoo.papers.resnet.config import CONFIGS
+    from paperzoo.papers.resnet.training import batches
 
     cuda = torch.device("cuda")
     cfg = replace(CONFIGS["smoke"], batch_size=8, pad=4, flip=True)

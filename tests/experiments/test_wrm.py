@@ -14,22 +14,22 @@ from torch import nn
 from paperzoo.data import DataRequired
 from paperzoo.data.spheres import make_spheres
 from paperzoo.experiments.runner import run_experiment
-from paperzoo.experiments.wrm.config import MNIST_CLIP
-from paperzoo.experiments.wrm.experiment import WRMExperiment
-from paperzoo.experiments.wrm.geometry import (
+from paperzoo.models.wrm import WRMNet
+from paperzoo.papers.wrm.config import MNIST_CLIP
+from paperzoo.papers.wrm.experiment import WRMExperiment
+from paperzoo.papers.wrm.geometry import (
     boundary_distances,
     boundary_geometry,
     boundary_points,
     boundary_radius,
     fig1_findings,
 )
-from paperzoo.experiments.wrm.training import (
+from paperzoo.papers.wrm.training import (
     make_trainer_attack,
     pgm_errors,
     spheres_net,
     train_spheres,
 )
-from paperzoo.models.wrm import WRMNet
 from paperzoo.utils import count_params
 
 

@@ -36,8 +36,8 @@ import torch
 from paperzoo.adversarial.attacks import FGSM
 from paperzoo.data.base import load_dataset
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.gat.config import CONFIGS
-from paperzoo.experiments.gat.training import attacked_correct, generator_stats, train_model
+from paperzoo.papers.gat.config import CONFIGS
+from paperzoo.papers.gat.training import attacked_correct, generator_stats, train_model
 
 MODELS = ("fgsm_at", "gat")
 
@@ -53,7 +53,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def fgsm_accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float) -> float:
     """Accuracy under FGSM at ``eps``, all test digits in one call (the quick config's
-    ``eval_batch`` None, as in ``paperzoo.experiments.gat.training.correct_counts``)."""
+    ``eval_batch`` None, as in ``paperzoo.papers.gat.training.correct_counts``)."""
     return float(attacked_correct(model, FGSM(model, eps=eps), x, y, None)) / len(x)
 
 

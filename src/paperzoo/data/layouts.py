@@ -48,7 +48,7 @@ What is pinned, and from where (no digest here is computed from files of unknown
   class names, so the names are checked by form and by train/val agreement only.
 
 Not pinned: the fixed binarized MNIST (Larochelle & Murray) - no paper here reads it (DRAW reads
-MNIST and binarizes it, ``paperzoo.experiments.draw.experiment``).
+MNIST and binarizes it, ``paperzoo.papers.draw.experiment``).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ from torch import nn
 from paperzoo.data import layouts
 from paperzoo.engine import budget
 from paperzoo.experiments.base import Experiment, GpuCheck, NotRun, Outcome, RunContext
-from paperzoo.experiments.gat.config import CLAIMS, CONFIGS, MODELS, PAPER_DATASETS, Config
+from paperzoo.papers.gat.config import CLAIMS, CONFIGS, MODELS, PAPER_DATASETS, Config
 from paperzoo.utils.format import format_number
 
 
@@ -89,7 +89,7 @@ class GATExperiment(Experiment):
     )
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-        from paperzoo.experiments.gat.training import full_cost
+        from paperzoo.papers.gat.training import full_cost
 
         return full_cost(cfg, plan)
 
@@ -114,8 +114,8 @@ class GATExperiment(Experiment):
         from paperzoo.adversarial.gat import PerturbationGenerator
         from paperzoo.data.base import load_dataset
         from paperzoo.data.splits import validation_split
-        from paperzoo.experiments.gat import plots
-        from paperzoo.experiments.gat.training import (
+        from paperzoo.papers.gat import plots
+        from paperzoo.papers.gat.training import (
             evaluate,
             generator_stats,
             measured,

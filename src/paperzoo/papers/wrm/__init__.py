@@ -9,3 +9,8 @@ restarts and the two parts of the paper; ``plots.py``: the figures; ``experiment
 ``WRMExperiment``, which runs both parts (or one, ``--part spheres`` / ``mnist``). Protocol,
 deviations and measured numbers: docs/wrm.md.
 """
+
+from paperzoo.papers.wrm.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.wrm.experiment import WRMExperiment
+
+__all__ = ["CLAIMS", "CONFIGS", "Config", "WRMExperiment"]

@@ -9,9 +9,9 @@ from torch import Tensor, nn
 
 from paperzoo.adversarial.gat import PerturbationGenerator
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.gat.config import Config
 from paperzoo.metrics import on_device
 from paperzoo.metrics.classification import predict
+from paperzoo.papers.gat.config import Config
 
 
 def plot_acc(acc: dict[str, dict[str, float]], cfg: Config, ctx: RunContext) -> str:

@@ -9,3 +9,8 @@ torchrun processes and the architecture sizes; ``experiment.py``: ``ResNetExperi
 trains the plain and residual nets, measures the claims and writes the notes and the figure.
 Protocol, deviations and measured numbers: docs/resnet.md.
 """
+
+from paperzoo.papers.resnet.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.resnet.experiment import ResNetExperiment
+
+__all__ = ["CLAIMS", "CONFIGS", "Config", "ResNetExperiment"]

@@ -19,9 +19,9 @@ from paperzoo.adversarial.training import adversarial_loss_fn
 from paperzoo.data.base import Split
 from paperzoo.engine import History, TrainConfig, Trainer, seeded
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.gat.config import Config
 from paperzoo.metrics import on_device
 from paperzoo.models.small import SmallCNN
+from paperzoo.papers.gat.config import Config
 
 
 def generator_stats(history: History, steps: int) -> dict[str, float]:

@@ -12,9 +12,9 @@ from torch import Tensor, nn
 
 from paperzoo.data.spheres import RADIUS
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.wrm.config import SPHERES_METHODS
 from paperzoo.metrics import on_device
 from paperzoo.metrics.classification import predict
+from paperzoo.papers.wrm.config import SPHERES_METHODS
 
 if TYPE_CHECKING:
     from paperzoo.adversarial.certificate import CertificateCheck

@@ -26,10 +26,10 @@ from paperzoo.engine.sampler import BatchSampler
 from paperzoo.engine.transfer import to_device
 from paperzoo.experiments.base import RunContext
 from paperzoo.experiments.grid import read_record, write_record
-from paperzoo.experiments.resnet.config import Config, net_depth
 from paperzoo.metrics.classification import predict
 from paperzoo.models import create_model
 from paperzoo.models.resnet import CifarResNet
+from paperzoo.papers.resnet.config import Config, net_depth
 from paperzoo.utils import count_macs, count_params
 
 log = logging.getLogger(__name__)

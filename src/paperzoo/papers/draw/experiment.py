@@ -58,7 +58,7 @@ import torch
 
 from paperzoo.engine import budget, derive_seed, seeded
 from paperzoo.experiments.base import Experiment, GpuCheck, NotRun, Outcome, RunContext
-from paperzoo.experiments.draw.config import CLAIMS, CONFIGS, VARIANTS, Config
+from paperzoo.papers.draw.config import CLAIMS, CONFIGS, VARIANTS, Config
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class DRAWExperiment(Experiment):
     )
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-        from paperzoo.experiments.draw.training import full_cost
+        from paperzoo.papers.draw.training import full_cost
 
         return full_cost(cfg, plan)
 
@@ -116,9 +116,9 @@ class DRAWExperiment(Experiment):
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         from paperzoo.data import load_dataset
         from paperzoo.data.splits import validation_split
-        from paperzoo.experiments.draw import plots
-        from paperzoo.experiments.draw.training import model_config, train
         from paperzoo.models.draw import DRAW, DRAWConfig, binarize, evaluate_nll
+        from paperzoo.papers.draw import plots
+        from paperzoo.papers.draw.training import model_config, train
         from paperzoo.utils import count_params
 
         name = self.dataset_name(ctx)

@@ -8,3 +8,8 @@ accuracies, the claims read from them and the full run's cost; ``plots.py``: the
 with the protocol, the choice of c_g and the deviations in its docstring. Measured numbers:
 docs/gat.md.
 """
+
+from paperzoo.papers.gat.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.gat.experiment import GATExperiment
+
+__all__ = ["CLAIMS", "CONFIGS", "Config", "GATExperiment"]

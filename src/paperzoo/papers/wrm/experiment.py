@@ -66,7 +66,7 @@ from paperzoo.experiments.base import (
     RunContext,
     train_size,
 )
-from paperzoo.experiments.wrm.config import CLAIMS, CONFIGS, Config, mnist_steps
+from paperzoo.papers.wrm.config import CLAIMS, CONFIGS, Config, mnist_steps
 
 
 class WRMExperiment(Experiment):
@@ -101,7 +101,7 @@ class WRMExperiment(Experiment):
     )
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-        from paperzoo.experiments.wrm.training import full_cost
+        from paperzoo.papers.wrm.training import full_cost
 
         return full_cost(cfg, plan)
 
@@ -120,7 +120,7 @@ class WRMExperiment(Experiment):
         return out
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
-        from paperzoo.experiments.wrm.training import run_mnist, run_spheres
+        from paperzoo.papers.wrm.training import run_mnist, run_spheres
 
         out = Outcome()
         self.part_prefix(ctx)  # an unknown part raises, naming the parts

@@ -7,3 +7,8 @@ run's cost; ``plots.py``: the figures; ``experiment.py``: ``DRAWExperiment`` (da
 the final evaluation and the notes), with the protocol, the deviations and how the quick config
 was selected in its docstring. Measured numbers: docs/draw.md.
 """
+
+from paperzoo.papers.draw.config import CLAIMS, CONFIGS, Config
+from paperzoo.papers.draw.experiment import DRAWExperiment
+
+__all__ = ["CLAIMS", "CONFIGS", "Config", "DRAWExperiment"]

@@ -14,9 +14,9 @@ from matplotlib.patches import Rectangle
 from torch import Tensor
 
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.draw.config import VARIANTS
 from paperzoo.models.draw import DRAW
 from paperzoo.nn.gaussian_attention import AttentionParams, grid_centres
+from paperzoo.papers.draw.config import VARIANTS
 
 
 def samples_figure(models: dict[str, DRAW], gen: torch.Generator, ctx: RunContext) -> str:

@@ -23,12 +23,12 @@ from paperzoo.data.base import Split
 from paperzoo.data.spheres import make_spheres
 from paperzoo.engine import budget, derive_seed, seeded
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.wrm.config import CLAIMS, MNIST_CLIP, Config, mnist_steps
-from paperzoo.experiments.wrm.geometry import boundary_geometry, fig1_findings
-from paperzoo.experiments.wrm.plots import plot_boundaries, plot_certificate, plot_errors
 from paperzoo.metrics import on_device
 from paperzoo.models.small import MLP
 from paperzoo.models.wrm import WRMNet
+from paperzoo.papers.wrm.config import CLAIMS, MNIST_CLIP, Config, mnist_steps
+from paperzoo.papers.wrm.geometry import boundary_geometry, fig1_findings
+from paperzoo.papers.wrm.plots import plot_boundaries, plot_certificate, plot_errors
 
 log = logging.getLogger(__name__)
 

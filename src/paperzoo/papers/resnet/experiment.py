@@ -56,7 +56,7 @@ from paperzoo.experiments.base import (
     RunContext,
 )
 from paperzoo.experiments.grid import shard_slice
-from paperzoo.experiments.resnet.config import CLAIMS, CONFIGS, PAPER_TEST_ERROR, Config, net_depth
+from paperzoo.papers.resnet.config import CLAIMS, CONFIGS, PAPER_TEST_ERROR, Config, net_depth
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class ResNetExperiment(Experiment):
     )
 
     def full_cost(self, cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
-        from paperzoo.experiments.resnet.training import full_cost
+        from paperzoo.papers.resnet.training import full_cost
 
         return full_cost(cfg, plan)
 
@@ -130,7 +130,7 @@ class ResNetExperiment(Experiment):
 
     def run(self, cfg: Config, ctx: RunContext) -> Outcome:
         from paperzoo.engine import NonFiniteLossError
-        from paperzoo.experiments.resnet.training import (
+        from paperzoo.papers.resnet.training import (
             DIVERGED,
             architecture_sizes,
             gather_nets,

@@ -12,8 +12,8 @@ from torch import Tensor
 
 from paperzoo.engine import TrainConfig, Trainer, budget, derive_seed
 from paperzoo.experiments.base import RunContext
-from paperzoo.experiments.draw.config import VARIANTS, Config
 from paperzoo.models.draw import DRAW, DRAWConfig, bernoulli_nll, evaluate_nll
+from paperzoo.papers.draw.config import VARIANTS, Config
 
 
 def model_config(cfg: Config, variant: str, channels: int, h: int, w: int) -> DRAWConfig:
