@@ -98,13 +98,8 @@ from paperzoo.data.transforms import translate
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.transfer import batch_to_device
 from paperzoo.experiments import EXPERIMENTS
-<<<<<<< HEAD
-from paperzoo.papers.wrm import MNIST_CLIP, make_trainer_attack
-=======
-from paperzoo.experiments.coordconv.training import _accumulating_step
 from paperzoo.papers.wrm.config import MNIST_CLIP
 from paperzoo.papers.wrm.training import make_trainer_attack
->>>>>>> split1
 from paperzoo.models.coordconv import (
     ConvRegressor,
     CoordConvPainter,

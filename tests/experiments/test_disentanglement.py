@@ -121,7 +121,7 @@ def test_random_code_checks_are_two_sided_and_modularity_has_a_measured_zero() -
     from paperzoo.papers.disentanglement.config import PGM_SIZES
     from paperzoo.papers.disentanglement.study import summarize
     from paperzoo.papers.disentanglement.training import (
-        _FactorsAsObservations,
+        FactorsAsObservations,
         _modularity_noise,
     )
 
@@ -131,7 +131,7 @@ def test_random_code_checks_are_two_sided_and_modularity_has_a_measured_zero() -
         load_ground_truth("abstract-dsprites", image_size=16), PGM_SIZES["abstract-dsprites"]
     )
     ctx = RunContext(scale="quick", seed=0, out_dir=Path("unused"))
-    noise = _modularity_noise(_FactorsAsObservations(data), CONFIGS["quick"], ctx)
+    noise = _modularity_noise(FactorsAsObservations(data), CONFIGS["quick"], ctx)
     assert 0.55 < noise["mean"] < 0.72 and 0.0 < noise["std"] < 0.06 and noise["draws"] == 20
 
     metrics = {"beta_vae": 0.0, "factor_vae": 0.4, "mig": 0.0, "dci": 0.0, "sap": 0.0}

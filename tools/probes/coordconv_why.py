@@ -34,9 +34,13 @@ Models and variants (everything else is quick's config; ``base`` is quick itself
 The data are quick's: the seeded splits and the seeded 10 % validation carve of ``--seed``
 (``load_data``); the test points are read once, after training. ``order`` and ``he`` patch the
 names ``seeded`` and ``CoordConvPainter`` of the training module for the duration of one fit,
-so the project's ``fit_classifier`` / ``fit_regressor`` run unchanged around them; ``l2`` wraps
-its ``fit`` to add the penalty inside each micro-batch's loss (weighted by the micro-batch's
-share, so the step's loss holds it once).
+so the project's ``fit_classifier`` / ``fit_regressor`` run unchanged around them; ``l2`` sets
+the config's ``quadrant_cls_l2``, which the project's classifier adds to each micro-batch's loss
+(weighted by the micro-batch's share, so the step's loss holds it once).
+
+``--smoke`` runs the same code from the smoke config instead of quick (``authors`` then takes the
+full recipe's optimiser at smoke's steps and batch): seconds, numbers that mean nothing, as the
+tests do.
 
 Run one thread per process, as the validation runs did::
 
@@ -61,9 +65,9 @@ from typing import Any
 import torch
 
 from paperzoo.experiments.base import RunContext
-from paperzoo.models.coordconv import CoordConvPainter, _he_normal_
 from paperzoo.papers.coordconv import training
 from paperzoo.papers.coordconv.config import CONFIGS
+from paperzoo.models.coordconv import CoordConvPainter, he_normal_
 
 VARIANTS = {
     "quadrant-cls": ("base", "order", "l2", "he"),
@@ -94,33 +98,17 @@ def init_seeded_by(seed: int) -> Any:
 
 def he_painter() -> CoordConvPainter:
     painter = CoordConvPainter()
-    _he_normal_(painter)
+    he_normal_(painter)
     return painter
 
 
-def fit_with_painter_l2(l2: float) -> Any:
-    """``training.fit`` with ``l2`` x the sum of squared conv kernels added to each (micro-)batch
-    loss; the accumulating step weights a chunk's loss by its share of the batch, so each step's
-    loss holds the penalty once."""
-    real = training.fit
-
-    def fit(tag: str, model: torch.nn.Module, data: Any, loss_fn: Any, *a: Any, **kw: Any) -> Any:
-        weights = training.conv_weights(model)
-
-        def penalised(mod: torch.nn.Module, batch: Any) -> torch.Tensor:
-            return loss_fn(mod, batch) + l2 * sum(w.pow(2).sum() for w in weights)
-
-        return real(tag, model, data, penalised, *a, **kw)
-
-    return fit
-
-
-def run(model: str, variant: str, seed: int, order: int) -> dict[str, Any]:
-    # quick's quadrant classifier as the rule found it (no L2; quick takes 1e-3 since the rule's
-    # outcome): every variant starts from that, and ``l2`` sets the penalty through the config
-    cfg = dataclasses.replace(CONFIGS["quick"], quadrant_cls_l2=0.0)
+def run(model: str, variant: str, seed: int, order: int, *, smoke: bool = False) -> dict[str, Any]:
+    # quick's quadrant classifier without L2 (quick's own config takes 1e-3): every variant
+    # starts from that, and ``l2`` sets the penalty through the config
+    scale = "smoke" if smoke else "quick"
+    cfg = dataclasses.replace(CONFIGS[scale], quadrant_cls_l2=0.0)
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = RunContext(scale="quick", seed=seed, out_dir=Path(tmp), quiet=True)
+        ctx = RunContext(scale=scale, seed=seed, out_dir=Path(tmp), quiet=True)
         data = training.load_data(cfg, ctx)
         quad_train, quad_val, quad_test = data["quadrant"][1:]
         uni_train, uni_val, uni_test = data["uniform"][1:]
@@ -131,8 +119,7 @@ def run(model: str, variant: str, seed: int, order: int) -> dict[str, Any]:
             stack.enter_context(patched("seeded", init_seeded_by(seed)))
         elif variant == "he":
             stack.enter_context(patched("CoordConvPainter", he_painter))
-        elif variant == "l2":  # the project's path since quick adopted it (same arithmetic as
-            # fit_with_painter_l2, which the first runs used)
+        elif variant == "l2":
             cfg = dataclasses.replace(cfg, quadrant_cls_l2=PAINTER_L2)
         elif variant == "steps2x":
             cfg = dataclasses.replace(cfg, deconv_steps=2 * cfg.deconv_steps)
@@ -150,6 +137,11 @@ def run(model: str, variant: str, seed: int, order: int) -> dict[str, Any]:
                 },
                 reg_schedule=full.reg_schedule,
             )
+            if smoke:  # the full recipe's optimiser, smoke's steps and batch
+                smoke_cfg = CONFIGS["smoke"]
+                cfg = dataclasses.replace(
+                    cfg, reg_steps=smoke_cfg.reg_steps, reg_batch_size=smoke_cfg.reg_batch_size
+                )
         cpu0, wall0 = time.process_time(), time.perf_counter()
         out: dict[str, Any] = {}
         with stack:
@@ -212,17 +204,19 @@ def main() -> None:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--order", type=int, default=ORDER_OFFSET, help="order: trainer seed offset")
     p.add_argument("--out", type=Path, default=Path("results/probes/coordconv-why"))
+    p.add_argument("--smoke", action="store_true", help="from the smoke config (a code check)")
     args = p.parse_args()
     if args.variant not in VARIANTS[args.model]:
         p.error(f"--variant for {args.model}: one of {VARIANTS[args.model]}")
     torch.set_num_threads(1)
-    res = run(args.model, args.variant, args.seed, args.order)
+    res = run(args.model, args.variant, args.seed, args.order, smoke=args.smoke)
     commit = subprocess.run(
         ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     record = {
         "model": args.model,
         "variant": args.variant,
+        "scale": "smoke" if args.smoke else "quick",
         "seed": args.seed,
         "trainer_seed": args.seed + args.order if args.variant == "order" else args.seed,
         "threads": torch.get_num_threads(),

@@ -20,9 +20,9 @@ paper's ordering when disentanglement does vary over a real range:
   that restores the t = 0 code's total variance. Invertible, so again at fixed information; the
   factors become non-linearly entangled as ``t`` grows.
 
-Each code is scored by the study's own functions (``training._metrics`` on the factors as
-observations, as the study scores the ground-truth code) and a WReN is trained on it by
-``training._train_wren`` with the quick config (the panels' codes come from the puzzles' factors
+Each code is scored by the study's own functions (``training.representation_metrics`` on the
+factors as observations, as the study scores the ground-truth code) and a WReN is trained on it by
+``training.train_wren`` with the quick config (the panels' codes come from the puzzles' factors
 instead of rendered images). ``--baseline`` also runs the study's ground-truth item (the
 ``range_embed`` factor values), whose numbers must equal the committed validation run's record
 for the same seed.
@@ -35,15 +35,20 @@ prints the rule's table (docs/disentanglement.md, "Quick findings that do not re
         --seed 100 --baseline --out results/probes/disentanglement-mixing
     .venv/bin/python tools/probes/disentanglement_mixing.py --summarize \\
         --out results/probes/disentanglement-mixing
+
+``--smoke`` runs the same code at the study's smoke config on 3 levels per family (seconds; the
+numbers mean nothing), as the tests do.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +56,7 @@ import scipy.linalg
 import torch
 
 LEVELS = 12  # codes per family (the study's 12 VAEs at quick)
+SMOKE_LEVELS = 3  # codes per family at --smoke
 DIM = 10  # the VAEs' latent size
 FAMILIES = ("rotation", "coupling", "coupling4")
 FINDING_METRICS = ("beta_vae", "factor_vae", "dci")
@@ -126,89 +132,121 @@ class MixedCode:
         return self.scale * self._couple(x)
 
 
-def run_seed(seed: int, out: Path, noise: float, baseline: bool, families) -> None:
+@contextlib.contextmanager
+def mixed_panels(codes: dict[str, MixedCode], sizes) -> Iterator[None]:
+    """For the block, ``training.panel_codes`` (what the study's WReN loop encodes its puzzles
+    with) gives the items in ``codes`` their mixed code of the puzzles' factors; every other item
+    keeps the study's encoding."""
     from paperzoo.data.abstract_reasoning import PGMs
+    from paperzoo.papers.disentanglement import training
+
+    study_codes = training.panel_codes
+
+    def mixed_panel_codes(item, rep, env_, pgms: PGMs, ctx_, key):
+        if item not in codes:
+            return study_codes(item, rep, env_, pgms, ctx_, key)
+        code = codes[item]
+        c = code(pgms.context.reshape(-1, len(sizes))).reshape(len(pgms), 8, DIM)
+        a = code(pgms.answers.reshape(-1, len(sizes))).reshape(len(pgms), 6, DIM)
+        return torch.tensor(c, dtype=torch.float32), torch.tensor(a, dtype=torch.float32)
+
+    training.panel_codes = mixed_panel_codes
+    try:
+        yield
+    finally:
+        training.panel_codes = study_codes
+
+
+def run_seed(
+    seed: int, out: Path, noise: float, baseline: bool, families, *, smoke: bool = False
+) -> None:
+    """Score and train on every level of ``families`` at ``seed``; write ``out/seed-S.json``."""
+    with tempfile.TemporaryDirectory(prefix="dis-mixing-") as work:
+        result = measure_seed(seed, Path(work), noise, baseline, families, smoke=smoke)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"seed-{seed}.json").write_text(json.dumps(result, indent=1) + "\n")
+    say(f"seed {seed}: {result['cpu_seconds']:.0f} CPU-s -> {out / f'seed-{seed}.json'}")
+
+
+def measure_seed(
+    seed: int, tmp: Path, noise: float, baseline: bool, families, *, smoke: bool = False
+) -> dict:
+    """The record of one seed (``run_seed``), the run's files under ``tmp``."""
     from paperzoo.experiments.base import RunContext
     from paperzoo.papers.disentanglement import training
     from paperzoo.papers.disentanglement.config import CONFIGS, GROUND_TRUTH_ID
     from paperzoo.papers.disentanglement.study import spearman
 
     torch.set_num_threads(1)
-    cfg = CONFIGS["quick"]
-    tmp = Path(tempfile.mkdtemp(prefix="dis-mixing-"))
-    ctx = RunContext(scale="quick", seed=seed, out_dir=tmp, quiet=True)
+    scale, levels = ("smoke", SMOKE_LEVELS) if smoke else ("quick", LEVELS)
+    cfg = CONFIGS[scale]
+    ctx = RunContext(scale=scale, seed=seed, out_dir=tmp, quiet=True)
     env = training.environment(cfg, ctx, "abstract-dsprites")
     sizes = env.pgm.factor_sizes
     codes: dict[str, MixedCode] = {}
-    panel_codes = training._panel_codes
-
-    def mixed_panel_codes(item, rep, env_, pgms: PGMs, ctx_, key):
-        if item not in codes:
-            return panel_codes(item, rep, env_, pgms, ctx_, key)
-        code = codes[item]
-        c = code(pgms.context.reshape(-1, len(sizes))).reshape(len(pgms), 8, DIM)
-        a = code(pgms.answers.reshape(-1, len(sizes))).reshape(len(pgms), 6, DIM)
-        return torch.tensor(c, dtype=torch.float32), torch.tensor(a, dtype=torch.float32)
-
-    training._panel_codes = mixed_panel_codes  # the WReN loop itself is the study's
-    result: dict = {"seed": seed, "noise": noise, "levels": LEVELS, "families": {}}
+    result: dict = {"seed": seed, "scale": scale, "noise": noise, "levels": levels, "families": {}}
     t0 = time.process_time()
-    if baseline:
-        rec = training._metrics(lambda x: x, training._FactorsAsObservations(env.train), cfg, ctx)
-        wren = training._train_wren(
-            GROUND_TRUTH_ID, None, cfg, ctx, env, tmp / "models" / GROUND_TRUTH_ID
-        )
-        result["baseline_ground_truth"] = {"metrics": rec, "wren": wren}
-    obs = training._FactorsAsObservations(env.train)
-    for family in families:
-        items = []
-        for k in range(LEVELS):
-            t = k / (LEVELS - 1)
-            item = f"{family}-t{t:.3f}"
-            code = MixedCode(family, t, sizes, seed, noise)
-            codes[item] = code
-            metrics = training._metrics(
-                lambda x, c=code: torch.tensor(c(x.numpy()), dtype=torch.float32), obs, cfg, ctx
+    with mixed_panels(codes, sizes):  # the WReN loop itself is the study's
+        if baseline:
+            rec = training.representation_metrics(
+                lambda x: x, training.FactorsAsObservations(env.train), cfg, ctx
             )
-            wren = training._train_wren(item, None, cfg, ctx, env, tmp / "models" / item)
-            items.append({"id": item, "t": t, "metrics": metrics, "wren": wren})
-            say(
-                f"seed {seed} {item}: "
-                + " ".join(f"{m} {metrics[m]:.3f}" for m in FINDING_METRICS)
-                + f" acc {wren['test_acc']}"
+            wren = training.train_wren(
+                GROUND_TRUTH_ID, None, cfg, ctx, env, tmp / "models" / GROUND_TRUTH_ID
             )
-        steps = items[0]["wren"]["steps"]
-        rho = {
-            m: {
-                str(s): spearman(
-                    [it["metrics"][m] for it in items], [it["wren"]["test_acc"][i] for it in items]
+            result["baseline_ground_truth"] = {"metrics": rec, "wren": wren}
+        obs = training.FactorsAsObservations(env.train)
+        for family in families:
+            items = []
+            for k in range(levels):
+                t = k / (levels - 1)
+                item = f"{family}-t{t:.3f}"
+                code = MixedCode(family, t, sizes, seed, noise)
+                codes[item] = code
+                metrics = training.representation_metrics(
+                    lambda x, c=code: torch.tensor(c(x.numpy()), dtype=torch.float32),
+                    obs,
+                    cfg,
+                    ctx,
                 )
-                for i, s in enumerate(steps)
+                wren = training.train_wren(item, None, cfg, ctx, env, tmp / "models" / item)
+                items.append({"id": item, "t": t, "metrics": metrics, "wren": wren})
+                say(
+                    f"seed {seed} {item}: "
+                    + " ".join(f"{m} {metrics[m]:.3f}" for m in FINDING_METRICS)
+                    + f" acc {wren['test_acc']}"
+                )
+            steps = items[0]["wren"]["steps"]
+            rho = {
+                m: {
+                    str(s): spearman(
+                        [it["metrics"][m] for it in items],
+                        [it["wren"]["test_acc"][i] for it in items],
+                    )
+                    for i, s in enumerate(steps)
+                }
+                for m in FINDING_METRICS
             }
-            for m in FINDING_METRICS
-        }
-        rho_t = {
-            m: spearman([it["t"] for it in items], [it["metrics"][m] for it in items])
-            for m in FINDING_METRICS
-        }
-        result["families"][family] = {
-            "items": items,
-            "spearman_metric_acc": rho,
-            "spearman_t_metric": rho_t,
-            "spearman_t_acc": {
-                str(s): spearman(
-                    [it["t"] for it in items], [it["wren"]["test_acc"][i] for it in items]
-                )
-                for i, s in enumerate(steps)
-            },
-        }
+            rho_t = {
+                m: spearman([it["t"] for it in items], [it["metrics"][m] for it in items])
+                for m in FINDING_METRICS
+            }
+            result["families"][family] = {
+                "items": items,
+                "spearman_metric_acc": rho,
+                "spearman_t_metric": rho_t,
+                "spearman_t_acc": {
+                    str(s): spearman(
+                        [it["t"] for it in items], [it["wren"]["test_acc"][i] for it in items]
+                    )
+                    for i, s in enumerate(steps)
+                },
+            }
     result["cpu_seconds"] = time.process_time() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"seed-{seed}.json").write_text(json.dumps(result, indent=1) + "\n")
-    say(f"seed {seed}: {result['cpu_seconds']:.0f} CPU-s -> {out / f'seed-{seed}.json'}")
+    return result
 
 
-def calibrate(seed: int, out: Path) -> None:
+def calibrate(seed: int, out: Path, *, smoke: bool = False) -> None:
     """The FactorVAE follow-up's gain, chosen on a seed that decides nothing else: BetaVAE,
     FactorVAE and DCI of the ``coupling4`` / ``coupling8`` codes at t = 0.5 and 1 (no WReN)."""
     from paperzoo.experiments.base import RunContext
@@ -216,19 +254,21 @@ def calibrate(seed: int, out: Path) -> None:
     from paperzoo.papers.disentanglement.config import CONFIGS
 
     torch.set_num_threads(1)
-    cfg = CONFIGS["quick"]
-    ctx = RunContext(scale="quick", seed=seed, out_dir=Path(tempfile.mkdtemp()), quiet=True)
-    env = training.environment(cfg, ctx, "abstract-dsprites")
-    obs = training._FactorsAsObservations(env.train)
-    rows = []
-    for family in ("coupling4", "coupling8"):
-        for t in (0.5, 1.0):
-            code = MixedCode(family, t, env.pgm.factor_sizes, seed, 0.1)
-            m = training._metrics(
-                lambda x, c=code: torch.tensor(c(x.numpy()), dtype=torch.float32), obs, cfg, ctx
-            )
-            rows.append({"family": family, "t": t, **{k: m[k] for k in FINDING_METRICS}})
-            say(rows[-1])
+    scale = "smoke" if smoke else "quick"
+    cfg = CONFIGS[scale]
+    with tempfile.TemporaryDirectory(prefix="dis-mixing-") as work:
+        ctx = RunContext(scale=scale, seed=seed, out_dir=Path(work), quiet=True)
+        env = training.environment(cfg, ctx, "abstract-dsprites")
+        obs = training.FactorsAsObservations(env.train)
+        rows = []
+        for family in ("coupling4", "coupling8"):
+            for t in (0.5, 1.0):
+                code = MixedCode(family, t, env.pgm.factor_sizes, seed, 0.1)
+                m = training.representation_metrics(
+                    lambda x, c=code: torch.tensor(c(x.numpy()), dtype=torch.float32), obs, cfg, ctx
+                )
+                rows.append({"family": family, "t": t, **{k: m[k] for k in FINDING_METRICS}})
+                say(rows[-1])
     fv = {r["family"]: r["factor_vae"] for r in rows if r["t"] == 1.0}
     chosen = "coupling4" if fv["coupling4"] <= 0.45 else "coupling8"
     out.mkdir(parents=True, exist_ok=True)
@@ -315,13 +355,18 @@ def main() -> None:
     p.add_argument(
         "--calibrate", action="store_true", help="choose the FactorVAE follow-up's gain (seed 999)"
     )
+    p.add_argument(
+        "--smoke", action="store_true", help="the study's smoke config, 3 levels (a code check)"
+    )
     a = p.parse_args()
     if a.summarize:
         summarize(a.out)
+    elif a.seed is None:
+        p.error("--seed is required unless --summarize")
     elif a.calibrate:
-        calibrate(a.seed, a.out)
+        calibrate(a.seed, a.out, smoke=a.smoke)
     else:
-        run_seed(a.seed, a.out, a.noise, a.baseline, a.families.split(","))
+        run_seed(a.seed, a.out, a.noise, a.baseline, a.families.split(","), smoke=a.smoke)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ run continued (Adam at a constant learning rate; no schedule depends on the tota
 Output: one JSON per seed and variant, ``OUT/VARIANT-seed-S.json``, with each model's clean and
 FGSM accuracies, GAT's generator statistics and the gap at every stop, and the CPU time.
 
+``--smoke`` starts from the smoke config instead of quick (its 32 test digits; give small
+``--steps``): seconds, numbers that mean nothing, as the tests do.
+
 Example (the rule in docs/gat.md, "Quick findings that do not reproduce: why")::
 
     PYTHONPATH=src /work/bin/cpuslot 1 .venv/bin/python tools/probes/gat_scale.py \
@@ -57,12 +60,14 @@ def fgsm_accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, eps:
     return float(attacked_correct(model, FGSM(model, eps=eps), x, y, None)) / len(x)
 
 
-def run_seed(seed: int, steps: list[int], variant: str, overrides: dict, work: Path) -> dict:
-    cfg = dataclasses.replace(CONFIGS["quick"], models=MODELS, **overrides)
-    ctx = RunContext(scale="quick", seed=seed, out_dir=work, quiet=True)
+def run_seed(
+    seed: int, steps: list[int], variant: str, overrides: dict, work: Path, *, scale: str = "quick"
+) -> dict:
+    cfg = dataclasses.replace(CONFIGS[scale], models=MODELS, **overrides)
+    ctx = RunContext(scale=scale, seed=seed, out_dir=work, quiet=True)
     split = load_dataset("mnist5k", seed=seed)
     chans, size = split.x_train.shape[1], split.x_train.shape[-1]
-    x, y = split.x_test, split.y_test
+    x, y = split.x_test[: cfg.n_test], split.y_test[: cfg.n_test]  # quick: every test digit
     stops = []
     cpu0 = time.process_time()
     for n in steps:
@@ -86,6 +91,7 @@ def run_seed(seed: int, steps: list[int], variant: str, overrides: dict, work: P
     return {
         "probe": "gat_scale",
         "variant": variant,
+        "scale": scale,
         "seed": seed,
         "overrides": {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()},
         "config": {
@@ -142,6 +148,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("results/probes/gat-scale"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="from the smoke config, e.g. --steps 2,4 (a code check)",
+    )
+    ap.add_argument(
         "--summary", action="store_true", help="print the table of the JSONs in --out and exit"
     )
     args = ap.parse_args()
@@ -155,14 +166,15 @@ def main() -> None:
         overrides["channels"] = tuple(int(c) for c in args.channels.split(","))
     if args.hidden:
         overrides["hidden"] = args.hidden
+    scale = "smoke" if args.smoke else "quick"
     variant = args.variant or (
-        "quick" if not overrides else "-".join(f"{k}{v}" for k, v in overrides.items())
+        scale if not overrides else "-".join(f"{k}{v}" for k, v in overrides.items())
     )
     args.out.mkdir(parents=True, exist_ok=True)
     for seed in parse_seeds(args.seeds):
         work = Path(tempfile.mkdtemp(prefix=f"gat-probe-{seed}-"))
         try:
-            res = run_seed(seed, steps, variant, overrides, work)
+            res = run_seed(seed, steps, variant, overrides, work, scale=scale)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         res["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)

@@ -2,9 +2,10 @@
 generated tasks (``generate_task``), and the batching used by the models.
 
 One in-memory representation serves both sources: a ``BabiTask`` holds ``SymbolicGraph``s (typed
-directed edges plus the questions asked about the graph), all ids 0-based. Tasks 4, 15, 16, 18
-and 19 are generated in ``paperzoo.data.babi_generators``, the sequence tasks (shortest path,
-Eulerian circuit) in ``paperzoo.data.graph_seq``.
+directed edges plus the questions asked about the graph, all ids 0-based;
+``paperzoo.data.symbolic_graph``). Tasks 4, 15, 16, 18 and 19 are generated in
+``paperzoo.data.babi_generators``, the sequence tasks (shortest path, Eulerian circuit) in
+``paperzoo.data.graph_seq``.
 
 Official layout (what the authors' ``get_10_fold_data.sh`` writes), under ``--data-root DIR``::
 
@@ -40,6 +41,7 @@ from torch import Tensor
 
 from paperzoo.data.base import DataError
 from paperzoo.data.layouts import register_layout
+from paperzoo.data.symbolic_graph import Question, SymbolicGraph
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +76,6 @@ def task_spec(name: str) -> TaskSpec:
         return TASKS[name]
     except KeyError:
         raise KeyError(f"unknown bAbI task {name!r}; known: {', '.join(TASKS)}") from None
-
-
-@dataclass(frozen=True)
-class Question:
-    qtype: int  # 0-based question type
-    args: tuple[int, ...]  # 0-based node ids named by the question (they get annotation bits)
-    answer: tuple[int, ...]  # node id(s) or label(s), 0-based; sequences without END
-
-
-@dataclass(frozen=True)
-class SymbolicGraph:
-    edges: tuple[tuple[int, int, int], ...]  # (src, edge_type, dst), 0-based
-    questions: tuple[Question, ...]
 
 
 @dataclass(frozen=True)

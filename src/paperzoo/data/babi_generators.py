@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from paperzoo.data.babi import Question, SymbolicGraph
+from paperzoo.data.symbolic_graph import Question, SymbolicGraph
 
 # Entity ids (0-based) as in the official symbolic files of each task.
 _B4_N, _B4_E, _B4_NODES = 0, 1, 4  # edge types n=1, e=2

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from paperzoo.registry import Registry
+from paperzoo.utils.modules import import_submodules
 
 
 class DataError(RuntimeError):
@@ -142,11 +143,9 @@ SourceFn = Callable[..., Split]
 
 
 def _import_sources() -> None:
-    """Import every module of ``paperzoo.data``: each registers its own sources in ``DATASETS``."""
-    import paperzoo.data
-    from paperzoo.utils.modules import import_submodules
-
-    import_submodules(paperzoo.data)
+    """Import every module of ``paperzoo.data`` (named, not imported here: the package imports
+    this module): each registers its own sources in ``DATASETS``."""
+    import_submodules("paperzoo.data")
 
 
 DATASETS: Registry[Split] = Registry("dataset", populate=_import_sources)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from paperzoo.data.babi import Question, SymbolicGraph
+from paperzoo.data.symbolic_graph import Question, SymbolicGraph
 
 NUM_NODES = 9
 MAIN_NODES, DISTRACTOR_NODES = 5, 4

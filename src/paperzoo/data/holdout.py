@@ -33,8 +33,6 @@ from typing import Any, TypeVar, overload
 import torch
 from torch import Tensor
 
-from paperzoo.data.base import Split
-
 T = TypeVar("T")
 
 
@@ -260,6 +258,14 @@ class HoldoutSequence(Sequence[T]):
         _COUNTS.final_reads += 1
 
 
+def _has_test_half(data: object) -> bool:
+    """Whether ``data`` is a dataclass instance with ``x_test`` and ``y_test`` fields (a
+    ``paperzoo.data.Split``): matched by its fields, so this module stays below ``data.base``."""
+    if not dataclasses.is_dataclass(data) or isinstance(data, type):
+        return False
+    return {"x_test", "y_test"} <= {f.name for f in dataclasses.fields(data)}
+
+
 def guard(data: T, name: str = "test data") -> T:
     """``data`` wrapped so that reading it outside ``final_evaluation()`` raises.
 
@@ -276,7 +282,7 @@ def guard(data: T, name: str = "test data") -> T:
     _COUNTS.guarded += 1
     if isinstance(data, Tensor):
         return _rewrap(data.detach(), name)  # type: ignore[return-value]
-    if isinstance(data, Split):
+    if _has_test_half(data):
         return dataclasses.replace(  # type: ignore[return-value]
             data,
             x_test=guard(data.x_test, f"{name}: x_test"),

@@ -17,7 +17,7 @@ import torch
 
 from paperzoo.data.base import DATASETS, DataError, DataInfo, Split
 from paperzoo.data.download import RemoteFile, ensure_files
-from paperzoo.data.layouts import PINNED, all_files, register_layout
+from paperzoo.data.layouts import DEBIAN_FASHION_DIR, PINNED, all_files, register_layout
 
 # IDX type codes -> numpy dtypes (big-endian as stored).
 _DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -37,7 +37,6 @@ def _remote(name: str, url: str) -> list[RemoteFile]:
 
 MNIST_FILES = _remote("mnist", MNIST_URL)
 FASHION_FILES = _remote("fashion-mnist", FASHION_URL)
-DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
 def idx_count(path: str | Path) -> int:

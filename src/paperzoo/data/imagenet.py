@@ -53,7 +53,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from paperzoo.data.base import DataError, DataInfo
-from paperzoo.data.layouts import register_layout
+from paperzoo.data.layouts import IMAGE_EXTENSIONS, register_layout
 from paperzoo.engine.distributed import DistInfo
 
 __all__ = [
@@ -75,7 +75,6 @@ __all__ = [
 ]
 
 IMAGENET_TRAIN_SIZE = 1_281_167  # ILSVRC2012 training images
-IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")
 MEAN = (0.485, 0.456, 0.406)  # per-channel mean of ImageNet training pixels, in [0, 1]
 STD = (0.229, 0.224, 0.225)
 LAYOUT = (

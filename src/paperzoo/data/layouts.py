@@ -69,6 +69,9 @@ from paperzoo.data.base import DataError
 
 log = logging.getLogger(__name__)
 
+IMAGE_EXTENSIONS = (".jpeg", ".jpg", ".png")  # the image files an ImageNet class folder holds
+DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
+
 
 class DataRequired(DataError):
     """A full run's data set is not under ``--data-root`` (one line: the data set and layout)."""
@@ -359,8 +362,6 @@ def _check_file(root: Path, pin: PinnedFile, count: Callable[[Path], int] | None
 
 
 def _image_count(class_dir: Path) -> int:
-    from paperzoo.data.imagenet import IMAGE_EXTENSIONS
-
     key = (str(class_dir.resolve()), class_dir.stat().st_mtime_ns)
     if key not in _CLASS_COUNTS:
         with os.scandir(class_dir) as it:
@@ -486,8 +487,6 @@ def files_note(name: str, data_root: str | Path | None) -> str | None:
     if data_root is None:
         if name != "fashion-mnist":
             return None
-        from paperzoo.data.idx import DEBIAN_FASHION_DIR
-
         if not DEBIAN_FASHION_DIR.is_dir():
             return None
         data_root = DEBIAN_FASHION_DIR.parent

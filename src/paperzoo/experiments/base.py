@@ -26,12 +26,11 @@ from paperzoo.data.holdout import guard as _guard
 from paperzoo.engine.distributed import DistInfo
 from paperzoo.engine.seeding import derive_seed
 from paperzoo.utils.io import atomic_savefig
-from paperzoo.verdict.targets import validate_diagnosis, validate_target
+from paperzoo.verdict.targets import Measured, validate_diagnosis, validate_target
 
 log = logging.getLogger(__name__)
 
 SCALES = ("smoke", "quick", "full")
-Measured = float | int | bool | None
 _T = TypeVar("_T")
 
 

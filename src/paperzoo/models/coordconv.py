@@ -43,7 +43,7 @@ def _check_coords(c: Tensor) -> None:
         raise ValueError(f"expected coordinates of shape (B, 2), got {tuple(c.shape)}")
 
 
-def _he_normal_(module: nn.Module) -> None:
+def he_normal_(module: nn.Module) -> None:
     """He-normal weights (std sqrt(2 / fan_in); the authors' Keras ``he_normal`` truncates the
     normal, PyTorch's does not) for every (transposed) convolution, zero biases, as in the
     authors' builders. For a transposed convolution PyTorch's and TensorFlow's
@@ -136,7 +136,7 @@ class DeconvPainter(nn.Module):
             width = c
         layers.append(up(width, 1))
         self.net = nn.Sequential(*layers)
-        _he_normal_(self)
+        he_normal_(self)
 
     def forward(self, coords: Tensor) -> Tensor:
         _check_coords(coords)
@@ -180,7 +180,7 @@ class CoordConvRegressor(nn.Module):
             width = h
         layers += [nn.Conv2d(width, conv3, 3, padding=1), nn.Conv2d(conv3, 2, 3, padding=1)]
         self.net = nn.Sequential(*layers)
-        _he_normal_(self)
+        he_normal_(self)
 
     def maps_layer_by_layer(self, x: Tensor) -> Tensor:
         """``maps`` computed layer by layer, as the authors' graph does (the reference for
@@ -271,7 +271,7 @@ class ConvRegressor(nn.Module):
             conv(w, w, 3, 2), relu(),  # -> 2
             conv(w, 2, 3), relu(),
         )  # fmt: skip
-        _he_normal_(self)
+        he_normal_(self)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x).mean(dim=(2, 3))  # (B, 2, 2, 2) -> (B, 2): global average pool

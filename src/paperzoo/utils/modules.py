@@ -9,8 +9,14 @@ from types import ModuleType
 from torch import nn
 
 
-def import_submodules(package: ModuleType) -> list[ModuleType]:
-    """Import every direct submodule of ``package`` (not starting with ``_``), sorted by name."""
+def import_submodules(package: ModuleType | str) -> list[ModuleType]:
+    """Import every direct submodule of ``package`` (not starting with ``_``), sorted by name.
+
+    ``package`` may be given by name (``"paperzoo.data"``): a registry that fills itself from a
+    package then names the package instead of importing it.
+    """
+    if isinstance(package, str):
+        package = importlib.import_module(package)
     mods = []
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if not info.name.startswith("_"):

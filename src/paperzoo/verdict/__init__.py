@@ -8,7 +8,7 @@ and how runs merge.
 - ``counting``: ``counts``, the one decision whether a run counts as a reproduction, which
   ``paperzoo reproduce``, ``paperzoo merge``, results.json, report.md and ``paperzoo summary``
   record or show (``Count``); it judges against what the code declares, given as ``Declare``.
-- ``merging``: the rules of combining seed runs (``aggregate``) and what may be merged.
+- ``aggregation``: the rules of combining seed runs (``aggregate``) and what may be merged.
 
 This is the bottom layer of the harness: it decides from what it is given and imports no
 experiment, runner or report. Reading and writing run directories (``merge_dirs``,
@@ -17,6 +17,14 @@ experiment, runner or report. Reading and writing run directories (``merge_dirs`
 See docs/verdicts.md.
 """
 
+from paperzoo.verdict.aggregation import (
+    SeedNotes,
+    aggregate,
+    check_mergeable,
+    check_same_run,
+    combine_partial,
+    data_identity,
+)
 from paperzoo.verdict.counting import (
     Count,
     Declare,
@@ -37,14 +45,6 @@ from paperzoo.verdict.intervals import (
     Decision,
     decide,
     holm,
-)
-from paperzoo.verdict.merging import (
-    SeedNotes,
-    aggregate,
-    check_mergeable,
-    check_same_run,
-    combine_partial,
-    data_identity,
 )
 from paperzoo.verdict.result import (
     DECISION_KEYS,

@@ -99,7 +99,7 @@ def environment(cfg: Config, ctx: RunContext, name: str) -> Env:
     return Env(name, base, train, pgm, train_pgms, test_pgms)
 
 
-class _FactorsAsObservations(GroundTruthData):
+class FactorsAsObservations(GroundTruthData):
     """The same factors, with the factor vector itself as the observation (for the ground-truth code)."""
 
     def __init__(self, data: GroundTruthData) -> None:
@@ -217,7 +217,9 @@ def _code_factors(
     return r, data.sample_factors(n_tr, r), data.sample_factors(n_te, r)
 
 
-def _metrics(rep, data: GroundTruthData, cfg: Config, ctx: RunContext) -> dict[str, float]:
+def representation_metrics(
+    rep, data: GroundTruthData, cfg: Config, ctx: RunContext
+) -> dict[str, float]:
     """All six metrics with the same (seeded) samples for every representation."""
     # (--max-steps: every sample size cut to a few batches)
     kw = {
@@ -287,7 +289,7 @@ def _reconstruction(model: VAE, data: GroundTruthData, cfg: Config, ctx: RunCont
     return total / len(x)
 
 
-def _panel_codes(
+def panel_codes(
     item: str, rep, env: Env, pgms: PGMs, ctx: RunContext, key: str
 ) -> tuple[Tensor, Tensor]:
     """Embeddings of the context (P, 8, D) and candidate (P, 6, D) panels of ``pgms``."""
@@ -331,29 +333,27 @@ def _wren_batches(item: str, rep, cfg: Config, ctx: RunContext, env: Env) -> Any
     ``ctx.device`` (a VAE's codes are made there; the others are copied without blocking the
     host)."""
     if env.train_pgms is not None:
-        tr_ctx, tr_ans = _panel_codes(item, rep, env, env.train_pgms, ctx, "train")
+        tr_ctx, tr_ans = panel_codes(item, rep, env, env.train_pgms, ctx, "train")
         return tr_ctx, tr_ans, torch.as_tensor(env.train_pgms.target)
 
     def data(step: int, g: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=g)))
         p = sample_pgms(env.pgm.factor_sizes, cfg.wren_batch, rng)
-        c, a = _panel_codes(item, rep, env, p, ctx, f"train-{step}")
+        c, a = panel_codes(item, rep, env, p, ctx, f"train-{step}")
         y = torch.as_tensor(p.target)
         return to_device(c, ctx.device), to_device(a, ctx.device), to_device(y, ctx.device)
 
     return data
 
 
-def _train_wren(
-    item: str, rep, cfg: Config, ctx: RunContext, env: Env, out: Path
-) -> dict[str, Any]:
+def train_wren(item: str, rep, cfg: Config, ctx: RunContext, env: Env, out: Path) -> dict[str, Any]:
     """Train ``wren_runs`` WReNs on the frozen representation; test accuracy at ``wren_steps``.
 
     During training the WReN's weights are saved at each step of ``wren_steps`` (under
     ``wren-<run>/snapshots/``, so an interrupted run resumes); the test puzzles are read only
     afterwards, in the final evaluation of those snapshots.
     """
-    test_ctx, test_ans = _panel_codes(item, rep, env, env.test_pgms, ctx, "test")
+    test_ctx, test_ans = panel_codes(item, rep, env, env.test_pgms, ctx, "test")
     test_y = torch.as_tensor(env.test_pgms.target)
     # The encoded test puzzles (frozen representation): read in the final evaluation only.
     test_ctx, test_ans, test_y = (
@@ -470,17 +470,19 @@ def evaluate_item(
     }
     if item == GROUND_TRUTH_ID:
         record["kind"] = "ground_truth"
-        record["metrics"] = _metrics(lambda x: x, _FactorsAsObservations(env.train), cfg, ctx)
+        record["metrics"] = representation_metrics(
+            lambda x: x, FactorsAsObservations(env.train), cfg, ctx
+        )
         rep = None
     elif item == RANDOM_ID:
         record["kind"] = "random"
-        record["metrics"] = _metrics(
+        record["metrics"] = representation_metrics(
             _random_code(10, derive_seed(ctx.seed, "random-metrics")),
-            _FactorsAsObservations(env.train),
+            FactorsAsObservations(env.train),
             cfg,
             ctx,
         )
-        record["modularity_noise"] = _modularity_noise(_FactorsAsObservations(env.train), cfg, ctx)
+        record["modularity_noise"] = _modularity_noise(FactorsAsObservations(env.train), cfg, ctx)
         rep = _random_code(10, derive_seed(ctx.seed, "random-panels"))
     else:
         spec = specs[item]
@@ -489,12 +491,12 @@ def evaluate_item(
             model = _train_vae(spec, cfg, ctx, env, out)
         except NonFiniteLossError as err:
             return _diverged(item, record, "its VAE", err, cached)
-        record["metrics"] = _metrics(_vae_representation(model), env.train, cfg, ctx)
+        record["metrics"] = representation_metrics(_vae_representation(model), env.train, cfg, ctx)
         record["metrics"]["reconstruction"] = -_reconstruction(model, env.train, cfg, ctx)
         record["weights"] = str((out / "vae.safetensors").resolve())
         rep = _vae_representation(model, on_host=False)  # the WReN trains on the device
     try:
-        record["wren"] = _train_wren(item, rep, cfg, ctx, env, out)
+        record["wren"] = train_wren(item, rep, cfg, ctx, env, out)
     except NonFiniteLossError as err:
         return _diverged(item, record, "a WReN", err, cached)
     write_record(cached, record, indent=1)
