@@ -98,8 +98,6 @@ from paperzoo.data.transforms import translate
 from paperzoo.engine import TrainConfig, Trainer, seeded
 from paperzoo.engine.transfer import batch_to_device
 from paperzoo.experiments import EXPERIMENTS
-from paperzoo.papers.wrm.config import MNIST_CLIP
-from paperzoo.papers.wrm.training import make_trainer_attack
 from paperzoo.models.coordconv import (
     ConvRegressor,
     CoordConvPainter,
@@ -111,6 +109,8 @@ from paperzoo.models.small import SmallCNN
 from paperzoo.models.vae import VAE, VAEConfig, make_optimizers, train_step
 from paperzoo.models.wrm import WRMNet
 from paperzoo.papers.coordconv.training import _accumulating_step
+from paperzoo.papers.wrm.config import MNIST_CLIP
+from paperzoo.papers.wrm.training import make_trainer_attack
 from paperzoo.utils import count_macs
 
 TOL = 1e-3  # agreement tolerance (relative to each tensor's largest magnitude), fixed in advance

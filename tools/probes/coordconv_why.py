@@ -65,9 +65,9 @@ from typing import Any
 import torch
 
 from paperzoo.experiments.base import RunContext
+from paperzoo.models.coordconv import CoordConvPainter, he_normal_
 from paperzoo.papers.coordconv import training
 from paperzoo.papers.coordconv.config import CONFIGS
-from paperzoo.models.coordconv import CoordConvPainter, he_normal_
 
 VARIANTS = {
     "quadrant-cls": ("base", "order", "l2", "he"),
