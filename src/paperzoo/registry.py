@@ -41,6 +41,18 @@ class Registry(Generic[T]):
                 self._populate = populate  # retried on the next look-up
                 raise
 
+    def populate_later(self, populate: Callable[[], object]) -> None:
+        """Run ``populate`` before the next look-up (after the one given at construction, if
+        that has not run yet), to register factories whose modules cannot be imported now."""
+        first = self._populate
+
+        def both() -> None:
+            if first is not None:
+                first()
+            populate()
+
+        self._populate = both
+
     def register(self, name: str) -> Callable[[F], F]:
         """Decorator registering ``fn`` under ``name``; a duplicate name raises ``ValueError``."""
         if not isinstance(name, str) or not name:

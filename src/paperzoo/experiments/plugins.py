@@ -49,7 +49,11 @@ _ERRORS: list[PluginError] = []
 
 
 def plugin_errors() -> list[PluginError]:
-    """The papers of installed packages that could not be loaded in this process."""
+    """The papers of installed packages that could not be loaded in this process (they are
+    loaded on the first look-up in ``paperzoo.experiments.EXPERIMENTS``, made here if none was)."""
+    from paperzoo.experiments import EXPERIMENTS
+
+    EXPERIMENTS.names()
     return list(_ERRORS)
 
 
