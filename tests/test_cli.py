@@ -368,3 +368,72 @@ def test_summary_of_a_folder_of_runs_reads_its_runs_and_its_validation_runs(tmp_
     assert f"({run.name}): **Findings holding: " in capsys.readouterr().out
     with pytest.raises(ValueError, match="holds no results.json and no run directories"):
         run_dirs([tmp_path / "results" / "validation"])
+
+
+def _typo_paper():
+    """A paper of one's own as a first try writes it: its ``run`` misspells a claim id, it reads
+    scikit-learn's digits and it has no full run yet."""
+    from paperzoo.paper import ClaimSpec, Experiment, NotRun, Outcome
+
+    class Typo(Experiment):
+        name = "typo-paper"
+        title = "label smoothing against calibration error"
+        claims = (
+            ClaimSpec("cal.ece_ratio", "label smoothing lowers calibration error", None, "< 1"),
+            ClaimSpec("acc", "accuracy is above chance", None, ">= 0.1", kind="check"),
+        )
+        configs = {"smoke": None, "quick": None, "full": None}
+        datasets = ("sklearn-digits",)
+        full_not_run = (NotRun(("cpu",), "not implemented yet"),)
+
+        def run(self, cfg, ctx):
+            return Outcome(measured={"cal.ece_ration": 0.5, "acc": 0.9})
+
+    return Typo
+
+
+def test_a_misspelt_metric_is_listed_as_not_measured_with_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(EXPERIMENTS._factories, "typo-paper", _typo_paper())
+    out = tmp_path / "run"
+    argv = ["reproduce", "typo-paper", "--scale", "smoke", "--seed", "0", "--quiet"]
+    assert main([*argv, "--threads", "1", "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    why = "the run reported no metric cal.ece_ratio; it reported: acc, cal.ece_ration"
+    assert f"findings that did not hold:\n  typo-paper: cal.ece_ratio (not measured ({why}))" in (
+        stdout
+    )
+    assert (out / "results.json").is_file() and why in (out / "report.md").read_text()
+
+
+def test_list_shows_a_papers_declared_data_why_it_has_no_full_run_and_its_price(
+    capsys, monkeypatch
+):
+    monkeypatch.setitem(EXPERIMENTS._factories, "typo-paper", _typo_paper())
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    mine = out.split("typo-paper: ", 1)[1].split("\n  - ", 1)[0]
+    assert "data: sklearn-digits;" in mine and "generated" not in mine
+    assert "full: not run: not implemented yet" in mine and "fits a CPU" not in mine
+    assert "full run: not priced (the paper declares no cost counter" in mine
+    assert main(["list", "--json"]) == 0
+    (entry,) = [
+        p for p in json.loads(capsys.readouterr().out)["papers"] if p["name"] == "typo-paper"
+    ]
+    assert entry["datasets"] == ["sklearn-digits"] and entry["full_cost"] is None
+    assert entry["full_not_run"] == [
+        {
+            "part": None,
+            "why": "not implemented yet",
+            "needs": ["cpu"],
+            "label": "fits a CPU (see its docs)",
+        }
+    ]
+
+
+def test_threads_help_says_what_the_default_is(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: torch's)" not in text
+    assert "the cores divided among the seed processes running at once" in text
+    assert "OMP_NUM_THREADS" in text

@@ -64,6 +64,10 @@ SURFACE = {
         "fields": ["name", "source", "n_train", "n_test", "sha256", "fold"],
         "members": {"to_dict": "(self) -> 'dict[str, object]'"},
     },
+    "DistInfo": {
+        "fields": ["rank", "world_size", "local_rank", "group"],
+        "members": {"enabled": "property", "is_main": "property"},
+    },
     "Experiment": {
         "attributes": [
             "name",
@@ -113,6 +117,16 @@ SURFACE = {
         "fields": ["measured", "data", "figures", "notes", "details", "why_not_measured"],
         "members": {},
     },
+    "Piece": {
+        "fields": ["what", "work", "count"],
+        "members": {
+            "bound": "property",
+            "hours": "property",
+            "kernels": "property",
+            "total": "property",
+        },
+    },
+    "PluginError": {"fields": ["package", "entry_point", "problem"], "members": {}},
     "RunContext": {
         "fields": [
             "scale",
@@ -177,11 +191,31 @@ SURFACE = {
             "state_dict": "(self) -> 'dict[str, Any]'",
         },
     },
+    "Work": {
+        "fields": ["flop", "kernels", "modules", "host", "loader"],
+        "members": {
+            "bound": "property",
+            "flop_seconds": "property",
+            "host_seconds": "property",
+            "launch_seconds": "property",
+            "seconds": "property",
+            "with_host": "(self, *, host: 'float' = 0.0, loader: 'float' = 0.0) -> 'Work'",
+        },
+    },
     "added_later": "(default: 'Any', *, ran_before: 'Any') -> 'Any'",
+    "declaration_problem": "(paper: 'type', name: 'str | None' = None) -> 'str | None'",
     "derive_seed": "(seed: 'int', *keys: 'int | str') -> 'int'",
     "examples_sha256": "(*pairs: 'tuple[Tensor, Tensor]') -> 'str'",
+    "forward": "(model: 'nn.Module', inputs: 'Inputs') -> 'Work'",
+    "papers": "() -> 'list[str]'",
+    "plugin_errors": "() -> 'list[PluginError]'",
+    "rank_slice": "(items: 'Sequence[T]', dist: 'DistInfo') -> 'list[T]'",
+    "read_record": "(path: 'Path') -> 'dict[str, Any]'",
     "seeded": "(seed: 'int') -> 'Iterator[None]'",
+    "shard_slice": "(items: 'Sequence[T]', shard: 'tuple[int, int] | None') -> 'list[T]'",
+    "step": "(model: 'nn.Module', inputs: 'Inputs') -> 'Work'",
     "stratified_split": "(x: 'Tensor', y: 'Tensor', n_test_per_class: 'int', *, seed: 'int') -> 'tuple[Tensor, Tensor, Tensor, Tensor]'",
+    "write_record": "(path: 'Path', record: 'dict[str, Any]', *, indent: 'int | None' = None) -> 'None'",
     "validation_split": "(labels: 'Tensor', n_val: 'int | None' = None, *, fraction: 'float | None' = None, generator: 'torch.Generator') -> 'tuple[Tensor, Tensor]'",
 }
 

@@ -210,3 +210,41 @@ def test_a_diverged_run_writes_results_with_exit_0(tmp_path):
         assert c["why_not_measured"][0].startswith("diverged at step ")
     assert {c["verdict"] for c in result["claims"] if c["kind"] == "finding"} == {"not measured"}
     assert "not measured (diverged at step" in (out / "report.md").read_text()
+
+
+def test_a_plugin_resume_refusal_names_its_package_and_never_commit_none(tmp_path, monkeypatch):
+    """A paper of an installed package: the refusal names that package's code, not paperzoo's,
+    and code outside a clean checkout as "no git commit", never "commit None"."""
+    import importlib.util
+    import sys
+
+    from paperzoo.engine import save_state
+    from paperzoo.experiments import EXPERIMENTS
+    from paperzoo.experiments.runner import RunMismatchError, claim_out_dir
+
+    pkg = tmp_path / "src" / "calib_paper"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "from paperzoo.paper import ClaimSpec, Experiment\n\n"
+        "class Paper(Experiment):\n    name = 'calib'\n    title = 't'\n"
+        "    claims = (ClaimSpec('a', 'a', 1.0, '>= 0'),)\n"
+        "    configs = {'smoke': 1, 'quick': 1, 'full': 1}\n"
+        "    def run(self, cfg, ctx): ...\n"
+    )
+    spec = importlib.util.spec_from_file_location("calib_paper", pkg / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "calib_paper", module)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(EXPERIMENTS._factories, "calib", module.Paper)
+    out = tmp_path / "run"
+    first = {"paper": "calib", "seed": 0, "code": {"commit": "a" * 12, "source_sha256": "a" * 64}}
+    assert claim_out_dir(out, first) is False
+    save_state(out / "runs" / "m" / "checkpoints", 1, {"w": torch.zeros(1)})
+    typo_fixed = {**first, "code": {"commit": None, "source_sha256": "b" * 64}}
+    with pytest.raises(RunMismatchError) as info:
+        claim_out_dir(out, typo_fixed)
+    msg = str(info.value)
+    assert f"other code of paper calib's package calib_paper ({pkg.resolve()})" in msg
+    assert f"commit {'a' * 12}, source digest {'a' * 12}" in msg
+    assert f"no git commit (a changed tree or no git checkout); source digest {'b' * 12}" in msg
+    assert "commit None" not in msg and "this paperzoo" not in msg and "--restart" in msg

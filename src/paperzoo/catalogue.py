@@ -1,9 +1,13 @@
 """``paperzoo list``: every registered paper, its data, claims (kind, targets per scale) and the
 price of its full run, as JSON (schema ``paperzoo.list/1``) or as text.
 
-A paper appears here by being registered (``paperzoo.experiments.EXPERIMENTS``); its full-run
-price is the count ``tools/count_costs.py`` stored for its current full config, else counted
-when listed (``paperzoo.cost.paper_cost``); ``None`` only for a paper that declares no counter.
+A paper appears here by being registered (``paperzoo.experiments.EXPERIMENTS``, a paper of an
+installed package included); its data are the names in ``Experiment.datasets`` ("generated" when
+it declares none); why it has no full run is each ``Experiment.full_not_run`` entry's reason. Its
+full-run price is the count ``tools/count_costs.py`` stored for its current full config, else
+counted when listed (``paperzoo.cost.paper_cost``: a paper of an installed package is always
+counted when listed, from its ``Experiment.plan`` and ``Experiment.full_cost``); ``None`` only for
+a paper that declares no counter.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ def list_catalogue() -> dict[str, Any]:
                     }
                     for c in exp.claims
                 ],
+                # why there is no full run (Experiment.full_not_run): reason, what it needs
+                "full_not_run": [
+                    {"part": e.part, "why": e.why, "needs": list(e.needs), "label": e.label}
+                    for e in exp.full_not_run
+                ],
                 # --precision on CUDA without the flag (CPU: fp32); why: docs/<paper>.md
                 "cuda_precision": exp.cuda_precision,
                 # the price of --scale full (paperzoo.cost): FLOP, kernel launches and host work
@@ -76,7 +85,15 @@ def render_catalogue(catalogue: dict[str, Any]) -> str:
     for p in catalogue["papers"]:
         lines.append(f"{p['name']}: {p['title']}")
         lines.append(f"  data: {', '.join(p['datasets'])}; scales: {', '.join(p['scales'])}")
-        if p["full_cost"] is not None:
+        for e in p.get("full_not_run", []):
+            part = f" (part {e['part']})" if e["part"] else ""
+            lines.append(f"  full{part}: not run: {e['why']}")
+        if p["full_cost"] is None:
+            lines.append(
+                "  full run: not priced (the paper declares no cost counter: Experiment.plan "
+                "and Experiment.full_cost)"
+            )
+        else:
             c = p["full_cost"]
             lines.append(
                 f"  full run: at least {c['gpu_hours']:.2g} GPU-hours on one H100/H200, bound by "

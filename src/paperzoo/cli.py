@@ -254,16 +254,26 @@ def run_request(args: argparse.Namespace, names: list[str] | None = None) -> Run
 
 def _reproduce(request: RunRequest) -> int:
     not_holding: list[str] = []
+    unmeasured: list[str] = []
     for name, result, out in request.run():
         count = _print_table(result, out)
+        partial = ", partial run" if result.partial else ""
         not_holding += [
-            f"{name}: {c.id} ({c.verdict}{', partial run' if result.partial else ''})"
+            f"{name}: {c.id} ({c.verdict_text}{partial})"
             for c in count.result.findings
             if c.verdict not in ("holds", "reported")
+        ]
+        unmeasured += [
+            f"{name}: {c.id} ({c.verdict_text})"
+            for c in count.result.claims
+            if c.kind == "check" and c.verdict == "not measured"
         ]
     if not_holding:
         sys.stdout.write("findings that did not hold:\n")
         sys.stdout.write("".join(f"  {line}\n" for line in not_holding))
+    if unmeasured:
+        sys.stdout.write("checks not measured:\n")
+        sys.stdout.write("".join(f"  {line}\n" for line in unmeasured))
     return 0
 
 

@@ -18,6 +18,13 @@ change only with a changelog entry.
   ``--max-steps``, progress, DDP under torchrun), ``seeded``, ``derive_seed``.
 - Data: ``DataInfo`` (what results.json records of a data set), ``examples_sha256``,
   ``stratified_split``, ``validation_split`` (a validation set carved from the training data).
+- Grids of models: ``shard_slice`` (the models of ``--shard K/N``), ``rank_slice`` (the models
+  of this rank under torchrun), ``read_record`` and ``write_record`` (a finished model's record
+  in ``--out``, which a rerun loads instead of training it again), ``DistInfo`` (``ctx.dist``).
+- The price of a full run (``paperzoo list``): ``Piece``, ``Work``, ``step`` and ``forward``
+  build what ``Experiment.full_cost`` returns.
+- Checking a package: ``declaration_problem`` (why paperzoo would not load a paper class),
+  ``papers`` (the papers registered now), ``plugin_errors`` (installed papers not loaded).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 from paperzoo.data.base import DataInfo, examples_sha256, stratified_split
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import TrainConfig, Trainer, derive_seed, seeded
+from paperzoo.engine.distributed import DistInfo
 from paperzoo.experiments.base import (
     SCALES,
     ClaimSpec,
@@ -35,26 +43,65 @@ from paperzoo.experiments.base import (
     RunContext,
     added_later,
 )
+from paperzoo.experiments.grid import rank_slice, read_record, shard_slice, write_record
+from paperzoo.experiments.lookup import plugin_errors
 from paperzoo.experiments.plugins import GROUP as ENTRY_POINT_GROUP
+from paperzoo.experiments.plugins import PluginError
+from paperzoo.utils.work import Piece, Work, forward, step
 from paperzoo.verdict import Measured
+
+
+def declaration_problem(paper: type, name: str | None = None) -> str | None:
+    """Why paperzoo would not load ``paper`` declared under the entry point name ``name``
+    (default: its ``name`` attribute): the one line its warning would show (not a subclass of
+    ``Experiment``, no title, a scale without a config, no finding, a claim without a target,
+    repeated claim ids); None when it loads. A name already taken is not checked here."""
+    from paperzoo.experiments.plugins import paper_problem
+    from paperzoo.registry import Registry
+
+    return paper_problem(
+        str(getattr(paper, "name", "")) if name is None else name, paper, Registry("experiment")
+    )
+
+
+def papers() -> list[str]:
+    """The names of every paper registered now: the ten built in and those of installed packages
+    that loaded (``plugin_errors`` lists the others)."""
+    from paperzoo.experiments.lookup import EXPERIMENTS
+
+    return EXPERIMENTS.names()
+
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "SCALES",
     "ClaimSpec",
     "DataInfo",
+    "DistInfo",
     "Experiment",
     "Measured",
     "NotRun",
     "Option",
     "Outcome",
+    "Piece",
+    "PluginError",
     "RunContext",
     "TrainConfig",
     "Trainer",
+    "Work",
     "added_later",
+    "declaration_problem",
     "derive_seed",
     "examples_sha256",
+    "forward",
+    "papers",
+    "plugin_errors",
+    "rank_slice",
+    "read_record",
     "seeded",
+    "shard_slice",
+    "step",
     "stratified_split",
     "validation_split",
+    "write_record",
 ]

@@ -199,6 +199,16 @@ def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
     return text if why is None else f"{text} (not counted: {why})"
 
 
+def _md_verdict(c: ClaimResult, run: _Run, notes: dict[str, int]) -> str:
+    """A verdict cell of a Markdown findings table: why a finding does not count is written once
+    under the table (``notes``: reason -> its number, added to here) and named by its number."""
+    why = run.count.why_not_counted(c.id)
+    if why is None or c.verdict == "reported":
+        return _verdict_text(c, run)
+    n = notes.setdefault(why, len(notes) + 1)
+    return f"{_verdict_text(c)} (not counted: note {n})"
+
+
 def _verdict_class(c: ClaimResult, run: _Run | None = None) -> str:
     return _VERDICT_CLASS[c.verdict]
 
@@ -442,15 +452,19 @@ def render_summary_markdown(
             f" {_md_cell(run.label)}: ours | target | verdict |" for run in runs
         )
         lines += ["", head, "|---|---|" + "---|---|---|" * len(runs)]
+        notes: dict[str, int] = {}  # why a finding that holds does not count -> its note number
         for cid, statement, number, cells in rows:
             row = f"| `{cid}`<br>{_md_cell(statement)} | {_md_cell(_num(number))} |"
             for run, c in zip(runs, cells, strict=True):
                 if c is None:
                     row += " — | — | — |"
                 else:
-                    verdict = _md_cell(_verdict_text(c, run))
+                    verdict = _md_cell(_md_verdict(c, run, notes))
                     row += f" {_spread(c)} | {_md_cell(c.target)} | {verdict} |"
             lines.append(row)
+        if notes:
+            lines += ["", "Why a finding above that holds is not counted:"]
+            lines += [f"- note {n}: {_md_cell(why)}" for why, n in notes.items()]
         if diagnoses := _diagnoses(p):
             lines += ["", "Why a finding does not reproduce (the experiment is on the page named):"]
             lines += [f"- `{cid}` ({scale}): {_md_cell(why)}" for cid, scale, why in diagnoses]

@@ -130,11 +130,50 @@ def test_the_runner_judges_only_the_claims_declared_at_the_run_scale(tmp_path):
     both = {"everywhere": 1.0, "full.only": 0.01}
     full = build_result(Toy(), Outcome(measured=both), full_ctx, 1.0)
     assert [(c.id, c.holds_on) for c in full.claims] == [("everywhere", 1), ("full.only", 1)]
-    # Measuring a claim at a scale it is not declared at, or leaving it out where it is, fails.
-    with pytest.raises(RuntimeError, match="undeclared"):
-        build_result(Toy(), Outcome(measured=both), RunContext(), 1.0)
-    with pytest.raises(RuntimeError, match="unmeasured"):
-        build_result(Toy(), Outcome(measured={"everywhere": 1.0}), full_ctx, 1.0)
+    # A value for a claim not declared at the run's scale is not judged, and a note names it.
+    extra = build_result(Toy(), Outcome(measured=both), RunContext(), 1.0)
+    assert [c.id for c in extra.claims] == ["everywhere"]
+    assert any("not declared at quick" in n and "full.only" in n for n in extra.notes)
+    # A claim left out where it is declared is "not measured", the reason naming what was reported.
+    missing = build_result(Toy(), Outcome(measured={"everywhere": 1.0}), full_ctx, 1.0)
+    (claim,) = [c for c in missing.claims if c.id == "full.only"]
+    assert claim.per_seed == [None] and claim.verdict == "not measured"
+    assert claim.why_not_measured == [
+        "the run reported no metric full.only; it reported: everywhere"
+    ]
+
+
+def test_a_misspelt_metric_is_not_measured_and_the_run_writes_its_report(tmp_path, monkeypatch):
+    """A run whose ``measured`` misspells a claim id ends normally: results.json and report.md
+    are written, the claim is "not measured" with the reason, and the CLI's summary says why."""
+    import json
+
+    from paperzoo.experiments.base import ClaimSpec, Experiment, Outcome, RunContext
+    from paperzoo.experiments.runner import run_experiment
+
+    class Typo(Experiment):
+        name = "typo-paper"
+        title = "a paper with a misspelt metric"
+        claims = (
+            ClaimSpec("cal.ece_ratio", "label smoothing lowers calibration error", None, "< 1"),
+            ClaimSpec("acc", "accuracy is above chance", None, ">= 0.1", kind="check"),
+        )
+        configs = {s: None for s in SCALES}
+
+        def run(self, cfg, ctx):
+            return Outcome(measured={"cal.ece_ration": 0.5, "acc": 0.9})
+
+    monkeypatch.setitem(EXPERIMENTS._factories, Typo.name, Typo)
+    out = tmp_path / "run"
+    result = run_experiment("typo-paper", RunContext(scale="smoke", out_dir=out))
+    why = "the run reported no metric cal.ece_ratio; it reported: acc, cal.ece_ration"
+    (claim,) = [c for c in result.claims if c.id == "cal.ece_ratio"]
+    assert claim.verdict_text == f"not measured ({why})"
+    stored = json.loads((out / "results.json").read_text())
+    (raw,) = [c for c in stored["claims"] if c["id"] == "cal.ece_ratio"]
+    assert raw["verdict"] == "not measured" and raw["why_not_measured"] == [why]
+    report = (out / "report.md").read_text()
+    assert why in report and "cal.ece_ration" in report
 
 
 # -- malformed targets fail at declaration; full findings are one-sided -------------------------
@@ -155,6 +194,30 @@ def test_a_malformed_target_fails_when_the_claim_is_declared(target: str) -> Non
 
     with pytest.raises(ValueError, match="cannot parse"):
         ClaimSpec("x.y", "s", 1.0, target)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"target": None}, TypeError, "claim cal.ece: target must be a string such as '>= 0.9'"),
+        ({"target": ">= 1.2.3"}, ValueError, "claim cal.ece: cannot parse claim target '>= 1.2.3'"),
+        (
+            {"target": {"quick": "< 1", "full": None}},
+            TypeError,
+            "claim cal.ece: every target must be a string",
+        ),
+        ({"target": "< 1", "scales": "full"}, TypeError, "claim cal.ece: scales is a tuple"),
+        ({"target": "< 1", "paper": [0.1]}, TypeError, "claim cal.ece: paper"),
+        ({"target": "< 1", "statement": None}, TypeError, "claim cal.ece: statement"),
+    ],
+)
+def test_a_declaration_mistake_is_one_line_naming_the_claim(kwargs, error, message) -> None:
+    from paperzoo.paper import ClaimSpec
+
+    args = {"id": "cal.ece", "statement": "s", "paper": None} | kwargs
+    with pytest.raises(error) as info:
+        ClaimSpec(**args)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
 
 
 def test_full_findings_are_one_sided() -> None:

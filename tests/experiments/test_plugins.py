@@ -160,6 +160,24 @@ _BROKEN = {
         "    configs = {'smoke': 1, 'quick': 1, 'full': 1}\n"
         "    def run(self, cfg, ctx): ...\n",
     ),
+    "none-target": (
+        "none-target = none_target:Paper",
+        "none_target",
+        "from paperzoo.paper import ClaimSpec, Experiment\n\n"
+        "class Paper(Experiment):\n    name = 'none-target'\n    title = 't'\n"
+        "    claims = (ClaimSpec('cal.ece_ratio', 'a', 1.0, target=None),)\n"
+        "    configs = {'smoke': 1, 'quick': 1, 'full': 1}\n"
+        "    def run(self, cfg, ctx): ...\n",
+    ),
+    "typo-target": (
+        "typo-target = typo_target:Paper",
+        "typo_target",
+        "from paperzoo.paper import ClaimSpec, Experiment\n\n"
+        "class Paper(Experiment):\n    name = 'typo-target'\n    title = 't'\n"
+        "    claims = (ClaimSpec('cal.ece_ratio', 'a', 1.0, '>= 1.2.3'),)\n"
+        "    configs = {'smoke': 1, 'quick': 1, 'full': 1}\n"
+        "    def run(self, cfg, ctx): ...\n",
+    ),
 }
 
 
@@ -188,3 +206,51 @@ def test_a_broken_plugin_is_one_line_naming_its_package_and_the_ten_still_work(
     assert "ModuleNotFoundError: No module named 'not_a_module'" in lines[0]
     assert "'gat' is already declared" in lines[1]
     assert "target" in lines[2]
+    # a declaration mistake names the paper (its entry point) and the claim
+    assert "'none-target = none_target:Paper'" in lines[3]
+    assert "TypeError: claim cal.ece_ratio: target must be a string" in lines[3]
+    assert "'typo-target = typo_target:Paper'" in lines[4]
+    assert "ValueError: claim cal.ece_ratio: cannot parse claim target '>= 1.2.3'" in lines[4]
+
+
+def test_the_scaffold_imports_only_paperzoo_paper_and_is_listed_with_its_data_and_price(
+    tmp_path: Path,
+) -> None:
+    """The package ``paperzoo new`` writes, found on the path as pip lays it out: its code and
+    tests import paperzoo only through ``paperzoo.paper`` (which a process may import first),
+    ``paperzoo list`` shows its data set, why it has no full run and a counted price, and its
+    tests pass."""
+    from paperzoo.scaffold import package_files
+
+    files = package_files("calib-paper")
+    for rel, text in files.items():
+        if rel.endswith(".py"):
+            imported = re.findall(r"^\s*(?:from|import) (paperzoo\S*)", text, flags=re.M)
+            assert set(imported) <= {"paperzoo.paper"}, (rel, imported)
+        path = tmp_path / "pkg" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    info = tmp_path / "site" / "calib_paper-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: calib-paper\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[paperzoo.papers]\ncalib-paper = calib_paper.paper:Paper\n"
+    )
+    src = [str(ROOT / "src")] if (ROOT / "src").is_dir() else []
+    path = os.pathsep.join([str(tmp_path / "site"), str(tmp_path / "pkg" / "src"), *src])
+    env = {"PYTHONPATH": path}
+    first = "from paperzoo.paper import papers, plugin_errors; print(papers(), plugin_errors())"
+    loaded = _ok(_run([sys.executable, "-c", first], tmp_path, env=env))
+    assert "'calib-paper'" in loaded and loaded.rstrip().endswith("[]"), loaded
+    listed = _ok(_run([sys.executable, "-m", "paperzoo", "list"], tmp_path, env=env))
+    mine = listed.split("calib-paper: ", 1)[1].split("\n  - ", 1)[0]
+    assert "data: sklearn-digits;" in mine
+    assert "full: not run: the full config fits a CPU; its run is not committed yet" in mine
+    assert "full run: at least " in mine and "GPU-hours" in mine
+    _ok(
+        _run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            tmp_path / "pkg",
+            env=env,
+        )
+    )

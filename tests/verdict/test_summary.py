@@ -369,7 +369,10 @@ def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
     md = render_summary_markdown([full])
     assert "Findings reproduced: 1 of 2" in md  # split.acc holds but does not count
     assert "1 more hold on unverified paper numbers" in md  # the row says why, as report.md
-    assert "not counted: paper number unverified" in md
+    # the verdict cell names a note; the reason is written once, under the table
+    assert "holds (4 seeds) (not counted: note 1)" in md
+    assert md.count("not in the paper's text") == 1
+    assert "- note 1: paper number unverified: not in the paper's text" in md
 
 
 def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:

@@ -125,6 +125,7 @@ class ClaimSpec:
     diagnosis: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.kind not in CLAIM_KINDS:
             raise ValueError(
                 f"claim {self.id}: kind must be one of {CLAIM_KINDS}, got {self.kind!r}"
@@ -168,12 +169,43 @@ class ClaimSpec:
             object.__setattr__(self, "target", MappingProxyType(dict(self.target)))
         for scale in self.scales:
             t = self.target_at(scale)
-            validate_target(t)
+            try:
+                validate_target(t)
+            except ValueError as err:
+                raise ValueError(f"claim {self.id}: {err} (at {scale})") from None
             if self.kind == "finding" and t.strip().lower() == "reported":
                 raise ValueError(
                     f"claim {self.id}: a finding needs a target at every scale "
                     f"({scale} is 'reported'); descriptive numbers are checks"
                 )
+
+    def _check_types(self) -> None:
+        """Raise ``TypeError`` naming the claim for a field of the wrong type (the id, the
+        statement, the paper's number, a target that is not a string or a mapping of strings,
+        ``scales`` given as one string)."""
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise TypeError(f"a claim's id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.statement, str) or not self.statement.strip():
+            raise TypeError(
+                f"claim {self.id}: statement must be a sentence, got {self.statement!r}"
+            )
+        if self.paper is not None and not isinstance(self.paper, int | float | str):
+            raise TypeError(
+                f"claim {self.id}: paper (the paper's number) must be a number, a short text "
+                f"or None, got {type(self.paper).__name__}"
+            )
+        form = "a string such as '>= 0.9' or a mapping {'quick': ..., 'full': ...}"
+        if isinstance(self.target, Mapping):
+            bad = {k: v for k, v in self.target.items() if not isinstance(v, str)}
+            if bad:
+                raise TypeError(f"claim {self.id}: every target must be a string, got {bad!r}")
+        elif not isinstance(self.target, str):
+            raise TypeError(f"claim {self.id}: target must be {form}, got {self.target!r}")
+        if isinstance(self.scales, str):
+            raise TypeError(
+                f"claim {self.id}: scales is a tuple of scale names, e.g. ('full',), "
+                f"got the string {self.scales!r}"
+            )
 
     def applies(self, scale: str) -> bool:
         """Whether the claim is measured and judged at ``scale``."""

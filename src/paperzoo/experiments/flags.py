@@ -433,7 +433,15 @@ REPRODUCE_FLAGS: tuple[Flag | PaperOptions, ...] = (
         resume=True,
         context=True,
     ),
-    Flag("--threads", "torch intra-op threads (default: torch's)", positive, resume=True),
+    Flag(
+        "--threads",
+        "torch intra-op threads of each run (default: with several seeds, the cores divided "
+        "among the seed processes running at once, each one's OMP_NUM_THREADS and "
+        "MKL_NUM_THREADS set to it over the caller's; with one seed, torch's own default, "
+        "which follows OMP_NUM_THREADS)",
+        positive,
+        resume=True,
+    ),
     Flag(
         "--shard",
         "K/N: run only slice K of N of a model grid",

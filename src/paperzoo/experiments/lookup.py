@@ -10,10 +10,10 @@ not when paperzoo is imported, and a paper's module is imported then, once.
 from __future__ import annotations
 
 from paperzoo.experiments.base import Experiment
-from paperzoo.experiments.plugins import load_plugins
+from paperzoo.experiments.plugins import PluginError, load_plugins, recorded_errors
 from paperzoo.registry import Registry
 
-__all__ = ["EXPERIMENTS", "get_experiment"]
+__all__ = ["EXPERIMENTS", "get_experiment", "plugin_errors"]
 
 
 def _load_papers() -> None:
@@ -27,3 +27,10 @@ def get_experiment(name: str) -> Experiment:
     """The paper ``name``: an instance of its ``Experiment`` subclass (``KeyError`` naming the
     known papers and the closest matches when there is none)."""
     return EXPERIMENTS.create(name)
+
+
+def plugin_errors() -> list[PluginError]:
+    """The papers of installed packages that could not be loaded in this process (the entry point
+    group is read first if no look-up has read it yet)."""
+    EXPERIMENTS.names()
+    return recorded_errors()

@@ -24,7 +24,7 @@ from typing import Any
 
 from paperzoo.registry import Registry
 
-__all__ = ["GROUP", "PluginError", "load_plugins", "paper_problem", "plugin_errors"]
+__all__ = ["GROUP", "PluginError", "load_plugins", "paper_problem", "recorded_errors"]
 
 GROUP = "paperzoo.papers"
 log = logging.getLogger(__name__)
@@ -48,8 +48,8 @@ class PluginError:
 _ERRORS: list[PluginError] = []
 
 
-def plugin_errors() -> list[PluginError]:
-    """The papers of installed packages that could not be loaded in this process."""
+def recorded_errors() -> list[PluginError]:
+    """The papers of installed packages that could not be loaded so far in this process."""
     return list(_ERRORS)
 
 

@@ -41,9 +41,11 @@ log = logging.getLogger(__name__)
 def build_result(
     exp: Experiment, outcome: Outcome, ctx: RunContext, wall: float, *, ran: Result | None = None
 ) -> Result:
-    """Pair each claim declared at the run's scale (and part) with its measurement; a claim left
-    unmeasured, one measured but not declared there, or a boolean measured against a numeric
-    target (or the reverse) is an error naming the claim. The result names what ran: the code
+    """Pair each claim declared at the run's scale (and part) with its measurement. A claim the
+    run reported no value for is recorded as not measured, with the reason naming the metrics
+    the run did report (a misspelt id shows there); a value reported for a claim not declared
+    there is left out of the judged claims and named in the notes. A boolean measured against a
+    numeric target (or the reverse) is an error naming the claim. The result names what ran: the code
     (``paperzoo.provenance``), the data, the setting and the part; for a result made from other
     runs (the shards ``paperzoo.experiments.merging.merge_dirs`` combines), ``ran`` is one of them, and the
     code, setting, config and overrides are the ones it ran."""
@@ -51,15 +53,7 @@ def build_result(
     from paperzoo.provenance import code_identity, host_identity
 
     specs = exp.claims_at(ctx)
-    declared = {c.id for c in specs}
-    unknown = sorted(set(outcome.measured) - declared)
-    missing = sorted(declared - set(outcome.measured))
-    if unknown or missing:
-        where = f"{ctx.scale}, part {ctx.part}" if ctx.part else ctx.scale
-        raise RuntimeError(
-            f"{exp.name}: measured claims do not match the ones declared at {where} "
-            f"(undeclared: {unknown}, unmeasured: {missing})"
-        )
+    outcome = _declared_only(exp, outcome, ctx)
     for c in specs:
         check_measurement(c.target_at(ctx.scale), _plain(outcome.measured[c.id]), c.id)
     code = {"commit": ran.commit, "source_sha256": ran.source_sha256} if ran else code_identity(exp)
@@ -105,6 +99,36 @@ def build_result(
         host=host_identity(ctx.device),
         threads=torch.get_num_threads(),
     )
+
+
+def _declared_only(exp: Experiment, outcome: Outcome, ctx: RunContext) -> Outcome:
+    """``outcome`` with a value (None) and a reason for every claim declared at the run's scale
+    that it did not measure, and without the values of claims not declared there (named in a
+    note and a warning instead)."""
+    from dataclasses import replace
+
+    declared = [c.id for c in exp.claims_at(ctx)]
+    reported = sorted(outcome.measured)
+    unknown = [k for k in reported if k not in declared]
+    missing = [k for k in declared if k not in outcome.measured]
+    if not unknown and not missing:
+        return outcome
+    where = f"{ctx.scale}, part {ctx.part}" if ctx.part else ctx.scale
+    measured = {k: v for k, v in outcome.measured.items() if k not in unknown}
+    why = dict(outcome.why_not_measured)
+    notes = list(outcome.notes)
+    for cid in missing:
+        measured[cid] = None
+        why[cid] = f"the run reported no metric {cid}; it reported: {', '.join(reported) or 'none'}"
+        log.warning("%s: claim %s is not measured: %s", exp.name, cid, why[cid])
+    if unknown:
+        note = (
+            f"reported but not declared at {where}, so not judged: {', '.join(unknown)} "
+            "(a claim id misspelt in run or in claims?)"
+        )
+        notes.append(note)
+        log.warning("%s: %s", exp.name, note)
+    return replace(outcome, measured=measured, why_not_measured=why, notes=notes)
 
 
 def _plain(v: Any) -> Any:
@@ -243,10 +267,12 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
                 + ": choose another --out or delete the directory"
             )
         if isinstance(old, dict) and old.get("code") != spec.get("code"):
+            owner = _code_owner(paper)
             raise RunMismatchError(
-                f"--out {out_dir} holds checkpoints made by other code ({_code(old.get('code'))}), "
-                f"not this paperzoo ({_code(spec.get('code'))}): resume with the code that started "
-                "it, choose another --out, or add --restart to start over"
+                f"--out {out_dir} holds checkpoints made by other code of {owner} "
+                f"({_code(old.get('code'))}), not by this code of it ({_code(spec.get('code'))}): "
+                "resume with the code that started it, choose another --out, or add --restart "
+                "to start over"
             )
         if isinstance(old, dict) and old.get("data_files") != spec.get("data_files"):
             raise RunMismatchError(
@@ -266,10 +292,29 @@ def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:
 
 
 def _code(code: Any) -> str:
-    """A run record's code as a message names it: ``commit 1a4d5126a0c3, source 9f2c...``."""
+    """A run record's code as a message names it: ``commit 1a4d5126a0c3, source digest
+    9f2c...``; ``no git commit (...)`` for code outside a clean git checkout."""
     if not isinstance(code, dict):
         return "unrecorded: a run of an older paperzoo"
-    return f"commit {code.get('commit')}, source {str(code.get('source_sha256'))[:12]}"
+    digest = f"source digest {str(code.get('source_sha256'))[:12]}"
+    commit = code.get("commit")
+    if commit is None:
+        return f"no git commit (a changed tree or no git checkout); {digest}"
+    return f"commit {commit}, {digest}"
+
+
+def _code_owner(paper: object) -> str:
+    """Whose code a run record's ``code`` identifies: ``paperzoo`` for the papers built in, else
+    the paper's own package (``paper my-paper's package my_paper``)."""
+    from paperzoo.provenance import PACKAGE_DIR, package_dir
+
+    if not isinstance(paper, str) or paper not in EXPERIMENTS:
+        return "paperzoo"
+    where = package_dir(get_experiment(paper))
+    if where == PACKAGE_DIR:
+        return "paperzoo"
+    name = where.stem if where.suffix == ".py" else where.name
+    return f"paper {paper}'s package {name} ({where})"
 
 
 def clear_run(out_dir: Path, paper: str | None = None) -> None:
