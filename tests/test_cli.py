@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from paperzoo.cli import main
-from paperzoo.experiments import EXPERIMENTS
+from paperzoo.experiments import EXPERIMENTS, get_experiment
 
 
 def test_list_names_every_registered_paper(capsys):
@@ -187,8 +187,9 @@ def test_every_experiment_with_real_data_declares_the_papers_data():
                 assert exp.default_dataset("full") == exp.paper_data
 
 
-@pytest.mark.parametrize("name", ["resnet", "wrm", "perceiver", "gat", "obfuscated-gradients",
-                                  "path-sgd", "draw", "disentanglement", "ggnn"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", [n for n in EXPERIMENTS.names() if get_experiment(n).paper_data is not None]
+)
 def test_a_full_run_without_the_papers_data_exits_2_and_writes_nothing(name, tmp_path, capsys):
     if not _reads_files_at_full(name):
         pytest.fail(f"{name} declares no paper data at full scale")

@@ -4,8 +4,7 @@ or inside a function), and the layers it must keep.
 verdict/ is the bottom of the harness: it decides from what it is given and imports no
 experiment, runner, report or summary; report.py renders and imports only verdict/ and
 utilities; the run layer (experiments/: runner, judging, merging) sits above both. No import
-loop anywhere in paperzoo: what two modules share lives in a module below both (``PENDING``
-names the packages whose own loops are still being taken apart).
+loop anywhere in paperzoo: what two modules share lives in a module below both.
 """
 
 from __future__ import annotations
@@ -15,10 +14,6 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PKG = SRC / "paperzoo"
-
-# Packages whose internal import loops are still being taken apart: a loop wholly inside one of
-# them is reported by ``import_cycles`` but not failed on. Delete an entry once its loops are gone.
-PENDING = ("paperzoo.experiments",)
 
 
 def _module(path: Path, src: Path) -> str:
@@ -100,11 +95,6 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def _pending(comp: list[str]) -> bool:
-    """Whether every module of the loop ``comp`` lies in one package of ``PENDING``."""
-    return any(all(m == p or m.startswith(f"{p}.") for m in comp) for p in PENDING)
-
-
 def _cycle(graph: dict[str, set[str]], nodes: set[str]) -> list[str] | None:
     """An import loop among ``nodes`` (following only edges between them), or None."""
     state: dict[str, int] = {}
@@ -163,7 +153,7 @@ def test_the_graph_sees_a_loop_where_there_is_one() -> None:
 
 
 def test_no_import_loop_in_paperzoo() -> None:
-    loops = [c for c in import_cycles(import_graph()) if not _pending(c)]
+    loops = import_cycles(import_graph())
     assert loops == [], "import loops: " + "; ".join(" <-> ".join(c) for c in loops)
 
 
@@ -174,14 +164,6 @@ def test_tarjan_finds_every_loop_and_nothing_else() -> None:
     }  # fmt: skip
     assert import_cycles(graph) == [["a", "b", "c"], ["d", "e"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_pending_excuses_only_loops_wholly_inside_a_pending_package() -> None:
-    assert _pending(["paperzoo.experiments.flags", "paperzoo.experiments.runner"]) is (
-        bool(PENDING)
-    )
-    assert not _pending(["paperzoo.experiments.runner", "paperzoo.report"])
-    assert not _pending(["paperzoo.data.babi", "paperzoo.data.graph_seq"])
 
 
 def test_the_graph_reads_every_kind_of_import(tmp_path: Path) -> None:

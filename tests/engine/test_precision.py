@@ -12,6 +12,7 @@ from torch import nn
 from paperzoo.engine import TrainConfig, Trainer
 from paperzoo.engine import precision as num_precision
 from paperzoo.engine.batched import BatchedKeeper, fit_batched
+from paperzoo.experiments import EXPERIMENTS
 from paperzoo.metrics.classification import predict
 
 
@@ -242,10 +243,7 @@ def test_fit_batched_runs_the_stacked_forward_in_bf16():
 
 
 # ------------------------------------------------------------------- the ten papers, recorded
-PAPERS = (
-    "resnet", "ggnn", "wrm", "coordconv", "obfuscated-gradients", "path-sgd", "draw", "perceiver",
-    "disentanglement", "gat",
-)  # fmt: skip
+PAPERS = EXPERIMENTS.names()  # the ten and any installed plugin
 
 
 def test_every_paper_declares_a_cuda_precision():

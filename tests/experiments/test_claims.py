@@ -23,14 +23,17 @@ _NOT_AT_FULL = {
 
 
 def _defined_experiments() -> dict[str, type]:
-    """Every concrete ``Experiment`` subclass defined in the modules of paperzoo.experiments
-    (paper folders included), by its ``name``."""
+    """Every concrete ``Experiment`` subclass defined in a module of paperzoo.papers, and every
+    class an installed package declares as a paper (its ``paperzoo.papers`` entry point), by its
+    ``name``."""
     import importlib
     import inspect
     import pkgutil
+    from importlib import metadata
 
-    import paperzoo.experiments as pkg
+    import paperzoo.papers as pkg
     from paperzoo.experiments.base import Experiment
+    from paperzoo.experiments.plugins import GROUP
 
     found: dict[str, type] = {}
     for info in pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}."):
@@ -45,6 +48,9 @@ def _defined_experiments() -> dict[str, type]:
             ):
                 assert obj.name not in found, f"two experiments named {obj.name}"
                 found[obj.name] = obj
+    for ep in metadata.entry_points(group=GROUP):
+        obj = ep.load()
+        assert found.setdefault(obj.name, obj) is obj, f"two experiments named {obj.name}"
     return found
 
 

@@ -10,23 +10,13 @@ from pathlib import Path
 import pytest
 
 from paperzoo.data import holdout
-from paperzoo.experiments import RunContext
+from paperzoo.experiments import EXPERIMENTS, RunContext
 from paperzoo.experiments.runner import run_experiment
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "babi"
 
-PAPERS = (
-    "resnet",
-    "coordconv",
-    "ggnn",
-    "wrm",
-    "obfuscated-gradients",
-    "path-sgd",
-    "draw",
-    "perceiver",
-    "disentanglement",
-    "gat",
-)
+# Every paper the registry holds: the ten and any installed plugin.
+PAPERS = EXPERIMENTS.names()
 
 
 def _guarded_run(name: str, ctx: RunContext) -> None:

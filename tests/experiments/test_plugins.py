@@ -12,17 +12,19 @@ import re
 import subprocess
 import sys
 import sysconfig
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+from paperzoo.experiments.plugins import GROUP
 from paperzoo.provenance import source_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILT_IN = (
-    "coordconv", "disentanglement", "draw", "gat", "ggnn", "obfuscated-gradients", "path-sgd",
-    "perceiver", "resnet", "wrm",
-)  # fmt: skip
+# paperzoo's own papers: the entry points its installed distribution declares (pyproject.toml)
+BUILT_IN = sorted(
+    ep.name for ep in metadata.distribution("paperzoo").entry_points if ep.group == GROUP
+)
 ENV = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
