@@ -18,7 +18,7 @@ Under ``--precision bf16`` the stacked model's forwards run under bf16 autocast 
 float32; ``paperzoo.engine.precision``), as in ``Trainer``.
 
 So each model's trajectory equals training it alone, up to float round-off (tests/engine/
-test_batched.py; a model-level test in tests/experiments/test_ggnn.py).
+test_batched.py; a model-level test in tests/papers/test_ggnn.py).
 
 Under a step budget (``--max-steps``) the K models are one loop: at most N steps run, timed, and
 the estimate is ``planned x`` the time per batched step (plus the evaluations the full run makes

@@ -4,7 +4,7 @@ baselines of every fold as one batched model (``run_baselines``), their minibatc
 checkpoint keepers and whole-output accuracy (``graph_eval``, ``sequence_eval``).
 
 Each run of a batched model keeps what it has alone (initialisation, batch order, Adam state,
-gradient clamping, validation-based selection); tests/experiments/ggnn_reference.py trains the
+gradient clamping, validation-based selection); tests/papers/ggnn_reference.py trains the
 runs one at a time to check it. Protocol: docs/ggnn.md.
 """
 

@@ -2,7 +2,7 @@
 trained alone with ``Trainer`` (``train_attempt``, ``baseline_alone``), the sequential restart
 rule (``best_of_restarts``) and the single-model checkpoint keeper (``BestKeeper``). The
 reproduction trains the runs of a question type, and the baselines of all folds, as one batched
-model (``paperzoo.papers.ggnn.training``); tests/experiments/test_ggnn.py checks that each
+model (``paperzoo.papers.ggnn.training``); tests/papers/test_ggnn.py checks that each
 run follows the trajectory it has here. Protocol: docs/ggnn.md.
 """
 

@@ -49,7 +49,7 @@ from paperzoo.papers.ggnn.training import (
 
 
 def _reference() -> ModuleType:
-    """tests/experiments/ggnn_reference.py: the runs trained alone, the sequential restart rule."""
+    """tests/papers/ggnn_reference.py: the runs trained alone, the sequential restart rule."""
     path = Path(__file__).with_name("ggnn_reference.py")
     spec = importlib.util.spec_from_file_location("ggnn_reference", path)
     assert spec is not None and spec.loader is not None
