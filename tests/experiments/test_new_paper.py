@@ -1,10 +1,12 @@
-"""An eleventh paper is one new package: a copy of a small paper's package under a new name,
-with only its registered name and its imports of its own modules changed, is listed, runs at
-smoke, shows in the summary and passes the catalogue tests, without any other edit to src/ or
-tests/.
+"""An eleventh paper comes through the same door as the ten: a copy of a small paper's package,
+outside paperzoo, under a new name, declared by its own distribution under the
+``paperzoo.papers`` entry point group, is listed with a price, runs at smoke, shows in the summary
+and passes the same catalogue tests as the ten (claims, costs, ``list``, and the check that test
+data are read only in the final evaluation), without any edit to paperzoo's src/ or tests/.
 
-The package is copied to a temporary directory and every command runs in a subprocess with
-``PYTHONPATH`` pointing at the copy.
+The package and its distribution's metadata (a ``.dist-info`` folder with ``entry_points.txt``,
+what ``pip install`` writes) are written to a temporary directory, and every command runs in a
+subprocess with ``PYTHONPATH`` pointing at it, beside the installed paperzoo.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PAPERS = ROOT / "src" / "paperzoo" / "papers"
 SOURCE = "gat"  # a small paper: one package
 NEW = "gat-copy"
-# The catalogue tests: what every registered paper must satisfy (claims, costs, `list`).
+PACKAGE = "gat_copy"
+# The catalogue tests: what every registered paper must satisfy (claims, costs, `list`, holdout).
 CATALOGUE_TESTS = [
     "tests/experiments/test_claims.py",
+    f"tests/experiments/test_holdout.py::test_test_data_are_read_only_in_the_final_evaluation[{NEW}]",
     "tests/test_cost.py",
     "tests/test_cli.py::test_list_names_every_registered_paper",
     "tests/test_cli.py::test_list_json_schema",
@@ -33,28 +38,29 @@ CATALOGUE_TESTS = [
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """src/ copied with the package papers/gat/ duplicated as experiments/gat_copy/,
-    registered as ``gat-copy``."""
+    """A folder holding the package ``gat_copy`` (papers/gat/ under its new name) and the
+    metadata of a distribution ``gat-copy-paper`` declaring it as the paper ``gat-copy``."""
     root = tmp_path_factory.mktemp("eleventh")
-    src = root / "src"
-    shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    experiments = src / "paperzoo" / "experiments"
-    package = experiments / "gat_copy"
-    shutil.copytree(experiments / SOURCE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    package = root / PACKAGE
+    shutil.copytree(PAPERS / SOURCE, package, ignore=shutil.ignore_patterns("__pycache__"))
     for path in package.glob("*.py"):  # its modules import one another by absolute name
-        own = rf"\bpaperzoo\.experiments\.{SOURCE}\b"
-        path.write_text(re.sub(own, "paperzoo.experiments.gat_copy", path.read_text()))
+        own = rf"\bpaperzoo\.papers\.{SOURCE}\b"
+        path.write_text(re.sub(own, PACKAGE, path.read_text()))
     module = (package / "experiment.py").read_text()
-    renamed, n = re.subn(
-        rf'(@EXPERIMENTS\.register\(|\n    name = )"{SOURCE}"', rf'\1"{NEW}"', module
-    )
-    assert n == 2, "the module's register() and name lines were not found"
+    renamed, n = re.subn(rf'\n    name = "{SOURCE}"', f'\n    name = "{NEW}"', module)
+    assert n == 1, "the class's name line was not found"
     (package / "experiment.py").write_text(renamed)
+    info = root / "gat_copy_paper-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gat-copy-paper\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[paperzoo.papers]\n{NEW} = {PACKAGE}.experiment:GATExperiment\n"
+    )
     return root
 
 
 def _run(copy: Path, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": str(copy / "src"), "OMP_NUM_THREADS": "1"}
+    env = os.environ | {"PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"}
     return subprocess.run(
         [sys.executable, *argv],
         cwd=copy,
@@ -66,10 +72,15 @@ def _run(copy: Path, *argv: str, timeout: float = 600) -> subprocess.CompletedPr
     )
 
 
-def test_the_copy_is_the_one_imported(copy):
-    proc = _run(copy, "-c", "import paperzoo; print(paperzoo.__file__)")
+def test_the_copy_is_found_through_its_entry_point(copy):
+    code = (
+        "from importlib import metadata; "
+        "print([(e.name, e.value, e.dist.name) for e in metadata.entry_points("
+        "group='paperzoo.papers') if e.name == 'gat-copy'])"
+    )
+    proc = _run(copy, "-c", code)
     assert proc.returncode == 0, proc.stderr
-    assert Path(proc.stdout.strip()).is_relative_to(copy / "src")
+    assert "('gat-copy', 'gat_copy.experiment:GATExperiment', 'gat-copy-paper')" in proc.stdout
 
 
 def test_an_eleventh_paper_lists_runs_and_shows_in_the_summary(copy):
