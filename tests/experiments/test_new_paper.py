@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+# Every command runs in a subprocess at one thread (OMP_NUM_THREADS=1).
+pytestmark = pytest.mark.fixed_threads
+
 ROOT = Path(__file__).resolve().parents[2]
 PAPERS = ROOT / "src" / "paperzoo" / "papers"
 SOURCE = "gat"  # a small paper: one package

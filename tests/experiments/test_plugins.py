@@ -20,6 +20,9 @@ import pytest
 from paperzoo.experiments.plugins import GROUP
 from paperzoo.provenance import source_sha256
 
+# Every command runs in a subprocess at one thread (OMP_NUM_THREADS=1).
+pytestmark = pytest.mark.fixed_threads
+
 ROOT = Path(__file__).resolve().parents[2]
 # paperzoo's own papers: the entry points its installed distribution declares (pyproject.toml)
 BUILT_IN = sorted(
