@@ -11,7 +11,8 @@ registered beside the ten built in; ``paperzoo list``, ``config``, ``reproduce``
 and ``summary`` then treat it as one of them. A paper that cannot be
 loaded (an import error, a name already taken, a claim without a target, ...) is left out with
 one warning line naming its package and what is wrong (``PluginError``), and the rest still
-work.
+work. paperzoo's own papers (entry points into ``paperzoo.``) are not left out: an error loading
+one (a missing extra such as matplotlib, or a bug) is raised.
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def load_plugins(registry: Registry[Any]) -> list[PluginError]:
             obj = ep.load()
             problem = paper_problem(ep.name, obj, registry)
         except Exception as err:  # an import error or a bad declaration, in someone's package
+            if ep.value.startswith("paperzoo."):
+                raise  # paperzoo's own papers: a missing extra or a bug, reported as such
             problem = f"{type(err).__name__}: {' '.join(str(err).split())}"
         if problem is None:
             if ep.name not in registry:  # (its module may have registered it itself)
