@@ -69,6 +69,7 @@ from paperzoo.utils.work import (
 
 __all__ = [
     "COSTS_FILE",
+    "GPU_CHECK_STEPS",
     "cached_costs",
     "config_digest",
     "full_cost",
@@ -83,6 +84,9 @@ GPU = "one H100 / H200-class GPU"
 # slower than steady ones (lazy CUDA module loading, the caching allocator's first allocations)
 # and a loader worker slower than this CPU.
 GPU_CHECK_MARGIN = 1.5
+# The steps per loop of a make gpu-check run (tools/gpu_check.sh's STEPS): a loop's first step
+# pays for warm-up, so its estimate's steady step is the mean of the other five.
+GPU_CHECK_STEPS = 6
 
 
 COSTS_FILE = Path(__file__).with_name("full_costs.json")
@@ -254,7 +258,9 @@ def paper_cost(name: str, path: Path = COSTS_FILE) -> dict[str, Any] | None:
         return None
 
 
-def gpu_check_limit(name: str, steps: int = 2, path: Path = COSTS_FILE) -> dict[str, Any]:
+def gpu_check_limit(
+    name: str, steps: int = GPU_CHECK_STEPS, path: Path = COSTS_FILE
+) -> dict[str, Any]:
     """Paper ``name``'s limit in ``make gpu-check`` (its full config, ``steps`` steps per loop,
     on one GPU), derived from its ``Experiment.gpu_check`` and its stored count:
 
