@@ -11,8 +11,7 @@ import torch
 from paperzoo.data.abstract_reasoning import render_pgms
 from paperzoo.engine import seeded
 from paperzoo.experiments import RunContext
-from paperzoo.experiments.disentanglement import CONFIGS
-from paperzoo.experiments.disentanglement import training
+from paperzoo.experiments.disentanglement import CONFIGS, training
 from paperzoo.models.vae import VAE, VAEConfig
 
 

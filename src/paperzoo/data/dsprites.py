@@ -165,7 +165,6 @@ class DSprites(GroundTruthData):
         )  # fmt: skip
         return masks.unsqueeze(1)  # (n, 1, H, W)
 
-
     def masks_on(self, factors: np.ndarray, device: str | torch.device) -> Tensor:
         """``sample_observations_from_factors`` on ``device``: rendered on the host, sent as
         one byte a pixel (the masks are binary) and made float32 there. (n, 5) -> (n, 1, H, W)."""
