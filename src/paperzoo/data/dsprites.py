@@ -185,6 +185,7 @@ class DSpritesNPZ(GroundTruthData):
     """
 
     name = "dsprites"
+    path: Path | None  # the archive read (None: images given in memory, ``from_packed``)
 
     def __init__(
         self,
@@ -194,13 +195,41 @@ class DSpritesNPZ(GroundTruthData):
         factor_sizes: tuple[int, ...] = FACTOR_SIZES,
     ) -> None:
         self.path = Path(path)
-        self.source = str(self.path)
-        self.factor_names = FACTOR_NAMES
-        self.factor_sizes = tuple(factor_sizes)
-        packed, side = _read_npz_images(self.path, self.factor_sizes)
+        packed, side = _read_npz_images(self.path, tuple(factor_sizes))
         # The identity of the images read (their bits in grid order, checked above), for the
         # data record of a run: equal images give equal digests, whatever the file's name.
-        self.sha256 = hashlib.sha256(packed.data).hexdigest()
+        self._setup(packed, side, image_size, factor_sizes, str(self.path))
+        self.sha256: str | None = hashlib.sha256(packed.data).hexdigest()
+
+    @classmethod
+    def from_packed(
+        cls,
+        packed: np.ndarray,
+        *,
+        image_size: int | None = None,
+        factor_sizes: tuple[int, ...] = FACTOR_SIZES,
+    ) -> DSpritesNPZ:
+        """The images already in memory, bit-packed as the archive is read: (N, H, ceil(W / 8))
+        uint8 in grid order, H = W (no digest; e.g. an unread stand-in of the grid's shape for
+        counting the work of made-on-device panels on the meta device)."""
+        self = cls.__new__(cls)
+        self.path, self.sha256 = None, None
+        self._setup(packed, packed.shape[1], image_size, factor_sizes, "memory")
+        return self
+
+    def _setup(
+        self,
+        packed: np.ndarray,
+        side: int,
+        image_size: int | None,
+        factor_sizes: tuple[int, ...],
+        source: str,
+    ) -> None:
+        self.source = source
+        self.factor_names = FACTOR_NAMES
+        self.factor_sizes = tuple(factor_sizes)
+        if packed.shape != (int(np.prod(self.factor_sizes)), side, (side + 7) // 8):
+            raise ValueError(f"packed images of shape {packed.shape} do not fit the grid")
         image_size = side if image_size is None else image_size
         if side % image_size:
             raise ValueError(f"image_size must divide {side}, got {image_size}")
@@ -339,12 +368,17 @@ class AbstractDSprites(GroundTruthData):
         self, factors: np.ndarray, rng: np.random.Generator
     ) -> Tensor:
         f = self.check_factors(factors)
-        orientation = rng.integers(0, 40, size=len(f))
-        sprite = np.stack([f[:, 2], f[:, 3], orientation, f[:, 4], f[:, 5]], axis=1)
-        mask = self.base.sample_observations_from_factors(sprite, rng)  # (n, 1, H, W)
+        mask = self.base.sample_observations_from_factors(self.sprites(f, rng), rng)
         bg = torch.from_numpy(BACKGROUND_COLORS[f[:, 0]]).view(-1, 3, 1, 1)
         fg = torch.from_numpy(OBJECT_COLORS[f[:, 1]]).view(-1, 3, 1, 1)
         return mask * fg + (1 - mask) * bg  # (n, 3, H, W)
+
+    def sprites(self, factors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The binary dSprites factors of checked abstract factors: (shape, scale, orientation,
+        x, y), the orientation drawn uniformly from ``rng``. (n, 6) -> (n, 5)."""
+        orientation = rng.integers(0, 40, size=len(factors))
+        f = factors
+        return np.stack([f[:, 2], f[:, 3], orientation, f[:, 4], f[:, 5]], axis=1)
 
     def observations_on(
         self, factors: np.ndarray, rng: np.random.Generator, device: str | torch.device
@@ -353,9 +387,7 @@ class AbstractDSprites(GroundTruthData):
         draws: the orientations are drawn on the host, the masks come from the base's
         ``masks_on`` (the archive's are made on the device) and are coloured there."""
         f = self.check_factors(factors)
-        orientation = rng.integers(0, 40, size=len(f))
-        sprite = np.stack([f[:, 2], f[:, 3], orientation, f[:, 4], f[:, 5]], axis=1)
-        mask = self.base.masks_on(sprite, device)  # (n, 1, H, W)
+        mask = self.base.masks_on(self.sprites(f, rng), device)  # (n, 1, H, W)
         colours = to_device(torch.from_numpy(f[:, :2]), device)
         bg = self._colours(BACKGROUND_COLORS, device)[colours[:, 0]].view(-1, 3, 1, 1)
         fg = self._colours(OBJECT_COLORS, device)[colours[:, 1]].view(-1, 3, 1, 1)
