@@ -63,8 +63,9 @@
 #   steps_s, counted: STEPS steps of every planned loop at the priced time of one of the full
 #       run's steps (`paperzoo list --json`: gpu_hours x 3600 / steps; the longest of its FLOP,
 #       launch, host and loader time), e.g. the Perceiver's STEPS x 3 loops x its priced step.
-#   loader_s, counted: each loop's loader warm-up, its first batch decoded by one worker alone
-#       (the workers x the count's loader seconds per step; the Perceiver's 3 x 16 x 0.52 s).
+#   loader_s, counted: the loader's warm-up, once (a capped run's loops share one start of the
+#       loader): its first batch decoded by one worker alone (the workers x the count's loader
+#       seconds per step; the Perceiver's 16 workers x its priced loader time a step).
 #   1.5: the margin for a slower host or GPU and first steps slower than steady ones.
 # The summary prints each paper's limit beside its wall time: a paper near its limit is the
 # place to measure again (plumbing_s from this script's CPU wall time, setup_s from the GPU's).

@@ -86,7 +86,7 @@ __all__ = [
 
 GPU = "one H100 / H200-class GPU"
 # The margin on what a paper's make gpu-check run is derived to take on one GPU: for a host or
-# GPU slower than the price assumes (its FLOP at 40% of peak, launches at 5 us), first steps
+# GPU slower than the price assumes (its FLOP at 40% of peak, launches at 8 us), first steps
 # slower than steady ones (lazy CUDA module loading, the caching allocator's first allocations)
 # and a loader worker slower than this CPU.
 GPU_CHECK_MARGIN = 1.5
@@ -252,7 +252,7 @@ def full_cost(name: str) -> dict[str, Any]:
 _BOUND_WORDS = {
     "FLOP": "its FLOP",
     "launches": "its kernel launches",
-    "host": "its host work beside the launches",
+    "host": "its host work beside the launches (a step's fixed part included)",
     "loader": "its data loader's workers",
 }
 
@@ -312,9 +312,10 @@ def gpu_check_limit(
       them) at the priced seconds of one of the full run's steps: ``gpu_hours * 3600 / steps``
       of its count, the longest of its FLOP, launch, host and loader time per step, averaged
       over the run (evaluation included, so slightly over);
-    * ``loader_s`` is each planned loop's loader warm-up: its first batch comes from one worker
-      that decodes all of it, ``Experiment.loader_workers`` times the count's loader seconds per
-      step (which the workers share).
+    * ``loader_s`` is the loader's warm-up, once: its first batch comes from one worker that
+      decodes all of it, ``Experiment.loader_workers`` times the count's loader seconds per step
+      (which the workers share); the loops of a capped run share one start of the loader (the
+      Perceiver's models train on the same kept batches).
 
     Args:
         name: a registered paper.
@@ -341,7 +342,7 @@ def gpu_check_limit(
         per_step = loader_per_step = 0.0
         counted = "no stored count (steps and loader not counted)"
     steps_s = steps * loops * per_step
-    loader_s = loops * exp.loader_workers(cfg) * loader_per_step
+    loader_s = exp.loader_workers(cfg) * loader_per_step
     work = check.setup_s + steps_s + loader_s
     seconds = math.ceil(check.plumbing_s + GPU_CHECK_MARGIN * work)
     return {
