@@ -14,9 +14,9 @@ inflated by other processes on a shared host):
   window, the batch's trip through ``batch_to_device``, the learning-rate schedule, the
   checks), the time of a ``Trainer`` step of a one-weight model less a bare loop's step of the
   same model and optimiser;
-* ``trainer_ops``: ``trainer_us / op_us``, the Trainer's work in eager operations' worth; the
-  ratio of two figures measured together, it changes little with the host's speed or load, and
-  is what ``paperzoo.utils.work.TRAINER_STEP_OPS`` states;
+* ``trainer_ops``: ``trainer_us / op_us``, the Trainer's work in eager operations' worth (the
+  ratio of two figures measured one after the other, so it still moves with the host's load:
+  run it several times); ``paperzoo.utils.work.TRAINER_STEP_OPS`` states it;
 * ``optimizer_us_per_tensor``: ``torch.optim.Adam``'s step per parameter tensor, per tensor
   (``foreach=False``: a loop over the tensors, about 12 operations each) and for the whole
   list at once (``foreach=True``), over 256 one-element tensors.

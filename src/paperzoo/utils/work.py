@@ -72,8 +72,9 @@ OPTIMIZER_FOREACH_OPS = 7
 FOREACH_TENSORS = 36
 # The Trainer's own host work per step (its loop, the step counter and generator, the metric
 # window, the batch's trip to the device, the checks), in eager operations' worth: measured by
-# tools/step_overhead.py as its time over one eager operation's on the same CPU, so it is
-# priced at KERNEL_SECONDS each (docs/cost.md gives the runs).
+# tools/step_overhead.py as its time over one eager operation's on the same CPU (27 to 69 in
+# seven runs on this project's shared host, 39 at the median; docs/cost.md), so it is priced at
+# KERNEL_SECONDS each.
 TRAINER_STEP_OPS = 40
 
 # What decides a repetition's time (``Work.bound``): its FLOP, its kernel launches, the host
