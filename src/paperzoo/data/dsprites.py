@@ -253,10 +253,10 @@ class DSpritesNPZ(GroundTruthData):
 
     def masks_on(self, factors: np.ndarray, device: str | torch.device) -> Tensor:
         """``sample_observations_from_factors`` made on ``device``: the images are gathered and
-        unpacked there from a copy of the packed archive (made on first use, 47 MB a 64 x 64
-        grid); only the indices are copied from the host. Equal to the host's images bit for
-        bit: the bits are integers, and pooling averages 0s and 1s over a power-of-two window.
-        (n, 5) -> (n, 1, H, W)."""
+        unpacked there from a copy of the packed archive (made on first use, 377 MB for the
+        64 x 64 grid); only the indices are copied from the host. Equal to the host's images
+        bit for bit: the bits are integers, and pooling averages 0s and 1s over a power-of-two
+        window. (n, 5) -> (n, 1, H, W)."""
         dev = torch.device(device)
         packed = self._on_device.get(dev)
         if packed is None:
