@@ -14,24 +14,31 @@ from torch import nn
 
 from paperzoo.cli import main
 from paperzoo.cost import (
+    PRICE_PARTS,
     cached_costs,
     config_digest,
     full_cost,
     gpu_check_limit,
     hook_seconds,
     paper_cost,
+    price_parts,
 )
 from paperzoo.experiments import EXPERIMENTS
 from paperzoo.utils.work import (
     BOUNDS,
+    FOREACH_TENSORS,
     KERNEL_SECONDS,
+    OPTIMIZER_FOREACH_OPS,
     PEAK_BF16_FLOPS,
+    TRAINER_STEP_OPS,
     UTILISATION,
     Piece,
     Work,
     gpu_hours,
     host_seconds,
     step,
+    step_fixed_seconds,
+    update_kernels,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +69,7 @@ def _check_consistent(name: str, c: dict) -> None:
     assert c["flop_gpu_hours"] == pytest.approx(gpu_hours(c["flop"])), name
     assert c["kernels_per_step"] > 0 and c["steps"] > 0, name
     launch_hours = c["steps"] * c["kernels_per_step"] * KERNEL_SECONDS / 3600
-    host_hours = c["steps"] * c["host_seconds_per_step"] / 3600
+    host_hours = c["steps"] * (c["host_seconds_per_step"] + c["fixed_seconds_per_step"]) / 3600
     loader_hours = sum(p["loader_seconds"] for p in c["parts"]) / 3600
     assert c["gpu_hours"] >= c["before_gpu_hours"] * (1 - 1e-12), name
     assert c["before_gpu_hours"] >= c["flop_gpu_hours"] * (1 - 1e-12), name
@@ -81,9 +88,53 @@ def _check_consistent(name: str, c: dict) -> None:
     assert sum(p["host_seconds"] for p in c["parts"]) == pytest.approx(
         c["host_seconds_per_step"] * c["steps"]
     ), name
+    assert sum(p["fixed_seconds"] for p in c["parts"]) == pytest.approx(
+        c["fixed_seconds_per_step"] * c["steps"]
+    ), name
+    _check_price_parts(name, c)
     assert all(p["bound"] in BOUNDS for p in c["parts"]), name
     assert "lower bound" in c["basis"] and f"{KERNEL_SECONDS * 1e6:.0f} us" in c["basis"], name
     assert c["basis"].startswith("Bound by "), name
+
+
+def _check_price_parts(name: str, c: dict) -> None:
+    """The price names its parts, the fixed per-step part among them, and they add up to it;
+    every training step pays the fixed part (the Trainer's work and the optimiser's update)."""
+    parts = c["price_parts"]
+    assert tuple(parts) == PRICE_PARTS and "fixed_per_step" in parts, name
+    assert all(v >= 0 for v in parts.values()), name
+    assert sum(parts.values()) == pytest.approx(c["gpu_hours"], rel=1e-12), name
+    assert c["fixed_seconds_per_step"] > 0, name
+    # at least the Trainer's work on every planned step of the counted models
+    assert c["kernel_seconds"] == KERNEL_SECONDS, name
+    assert "fixed" in c["basis"], name
+
+
+def test_every_price_names_its_parts_and_they_add_up_to_it():
+    costs = cached_costs()
+    for name, c in costs.items():
+        _check_price_parts(name, c)
+        if c["bound"] in ("launches", "host"):  # a host-bound price pays its fixed part
+            assert c["price_parts"]["fixed_per_step"] > 0, name
+
+
+def test_a_training_step_pays_a_fixed_part_once():
+    """A training step's fixed part: the Trainer's work, TRAINER_STEP_OPS operations' worth,
+    and the optimiser's foreach update, OPTIMIZER_FOREACH_OPS launches per FOREACH_TENSORS
+    parameter tensors, each at KERNEL_SECONDS; once per step however many passes it makes, and
+    none in an example's share of a pass (an attacked example)."""
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))  # 4 parameter tensors
+    w = step(net, (5, 4))
+    assert w.params == 4 and update_kernels(4) == OPTIMIZER_FOREACH_OPS
+    assert update_kernels(FOREACH_TENSORS + 1) == 2 * OPTIMIZER_FOREACH_OPS
+    assert w.fixed == step_fixed_seconds(4) == (TRAINER_STEP_OPS + 7) * KERNEL_SECONDS
+    assert w.host_seconds == pytest.approx(w.kernels * KERNEL_SECONDS + w.fixed)
+    assert (w * 3).fixed == w.fixed and (w * 3).kernels == 3 * w.kernels  # 3 passes, 1 update
+    assert (w / 5).fixed == 0.0 and (w / 5).params == 0.0
+    parts = price_parts([Piece("steps", w, 3600)])
+    assert parts["fixed_per_step"] == pytest.approx(w.fixed)  # hours: 3600 steps
+    assert parts["launches"] == pytest.approx(w.kernels * KERNEL_SECONDS)
+    assert sum(parts.values()) == pytest.approx(Piece("steps", w, 3600).hours)
 
 
 @pytest.mark.parametrize("name", ["wrm", "gat", "path-sgd"])
@@ -94,14 +145,15 @@ def test_a_recount_gives_the_stored_numbers(name):
     assert now["kernels_per_step"] == pytest.approx(stored["kernels_per_step"], rel=1e-9)
     assert now["gpu_hours"] == pytest.approx(stored["gpu_hours"], rel=1e-9)
     assert now["assumptions"] == stored["assumptions"]
-    assert now["basis"] == stored["basis"] and now["bound"] == stored["bound"] == "launches"
+    assert now["basis"] == stored["basis"] and now["bound"] == stored["bound"]
     assert now["host_seconds_per_step"] == stored["host_seconds_per_step"] == 0.0  # no hooks
+    assert now["price_parts"] == pytest.approx(stored["price_parts"], rel=1e-9)
 
 
 def test_gpu_hours_at_the_stated_peak_utilisation_and_launch_time():
-    assert (PEAK_BF16_FLOPS, UTILISATION, KERNEL_SECONDS) == (989e12, 0.4, 5e-6)
+    assert (PEAK_BF16_FLOPS, UTILISATION, KERNEL_SECONDS) == (989e12, 0.4, 8e-6)
     assert gpu_hours(989e12 * 0.4 * 3600) == pytest.approx(1.0)
-    assert Work(0.0, 3600 / 5e-6).seconds == pytest.approx(3600.0)
+    assert Work(0.0, 3600 / 8e-6).seconds == pytest.approx(3600.0)
 
 
 def test_a_training_step_counts_its_kernels_exactly():
@@ -110,8 +162,9 @@ def test_a_training_step_counts_its_kernels_exactly():
     (mm) and the bias gradient (a sum over the batch): 7 kernels (the transposes are views, the
     input needs no gradient). The batch does not change the count; the FLOP scale with it."""
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
-    assert step(net, (5, 4)) == Work(2 * 5 * 4 * 3 * 2, 7, modules=3)  # Sequential, Linear, ReLU
-    assert step(net, (50, 4)) == Work(2 * 50 * 4 * 3 * 2, 7, modules=3)
+    fixed = step_fixed_seconds(2)  # the update of 2 parameter tensors
+    assert step(net, (5, 4)) == Work(2 * 5 * 4 * 3 * 2, 7, modules=3, params=2, fixed=fixed)
+    assert step(net, (50, 4)) == Work(2 * 50 * 4 * 3 * 2, 7, modules=3, params=2, fixed=fixed)
 
 
 def test_work_scales_with_repetitions_and_shares_a_batch():
@@ -128,11 +181,13 @@ def test_a_step_is_priced_at_the_longest_of_flop_host_and_loader_time():
     flop_1ms = PEAK_BF16_FLOPS * UTILISATION * 1e-3
     assert Work(flop_1ms, 100).seconds == pytest.approx(1e-3)  # 0.5 ms of launches
     assert Work(flop_1ms, 100).bound == "FLOP"
-    assert Work(0.0, 400).bound == "launches" and Work(0.0, 400).seconds == pytest.approx(2e-3)
-    hosted = Work(flop_1ms, 100, host=1.5e-3)  # 0.5 ms launches + 1.5 ms host work
-    assert hosted.seconds == pytest.approx(2e-3) and hosted.bound == "host"
-    mostly_launches = Work(0.0, 400, host=1e-3)  # 2 ms of launches, then 1 ms of host work
+    assert Work(0.0, 250).bound == "launches" and Work(0.0, 250).seconds == pytest.approx(2e-3)
+    hosted = Work(flop_1ms, 100, host=1.5e-3)  # 0.8 ms launches + 1.5 ms host work
+    assert hosted.seconds == pytest.approx(2.3e-3) and hosted.bound == "host"
+    mostly_launches = Work(0.0, 250, host=1e-3)  # 2 ms of launches, then 1 ms of host work
     assert mostly_launches.seconds == pytest.approx(3e-3)
+    fixed = Work(0.0, 50, host=1e-4, fixed=5e-4)  # 0.4 ms launches, 0.6 ms fixed and host work
+    assert fixed.seconds == pytest.approx(1e-3) and fixed.bound == "host"
     assert mostly_launches.bound == "launches"
     fed = Work(flop_1ms, 100, host=1e-4, loader=5e-3)
     assert fed.seconds == pytest.approx(5e-3) and fed.bound == "loader"
@@ -149,13 +204,13 @@ def test_host_work_is_timed_on_the_cpu():
 
 def test_a_launch_bound_step_is_priced_by_its_kernels_a_flop_bound_one_by_its_flop():
     """A small MLP step holds a few MFLOP (microseconds of nothing at 396 TFLOP/s) and launches
-    11 kernels: priced at 11 x 5 us. A 16384-wide layer at batch 16384 holds 1.6e13 FLOP (41 ms)
-    and launches 5 kernels (25 us): priced by its FLOP."""
+    11 kernels: priced at 11 x 8 us and its fixed part. A 16384-wide layer at batch 16384 holds
+    1.6e13 FLOP (41 ms) and launches 5 kernels (40 us): priced by its FLOP."""
     small = step(nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)), (128, 32))
     assert small.kernels == 11
     piece = Piece("small", small, 1000)
-    assert piece.bound == "launches"
-    assert piece.hours == pytest.approx(1000 * 11 * 5e-6 / 3600)
+    assert piece.bound == "host"  # its fixed part (the Trainer, the update) outweighs 11 launches
+    assert piece.hours == pytest.approx(1000 * (11 * 8e-6 + step_fixed_seconds(4)) / 3600)
     assert piece.hours > gpu_hours(piece.total) * 100
 
     with torch.device("meta"):
@@ -192,15 +247,23 @@ def test_list_json_prices_every_full_run(capsys):
         parts = stored[p["name"]]["parts"] if cost["stored"] else full_cost(p["name"])["parts"]
         _check_consistent(p["name"], {**cost, "parts": parts})
     papers = [p for p in papers if p["name"] in stored]
-    # the Perceiver's ImageNet run is the dearest, in FLOP and in hours; GG-NN's graphs hold the
-    # fewest FLOP, but their launches price them far above their FLOP time
+    # the Perceiver's ImageNet run holds the most FLOP, and with the disentanglement study's
+    # 236 M host-bound steps it is one of the two dearest runs; GG-NN's graphs hold the fewest
+    # FLOP, but their launches price them far above their FLOP time; Path-SGD's MLP steps and
+    # CoordConv's small nets launch so few kernels that the fixed part of a step decides them
     by_flop = sorted(papers, key=lambda p: p["full_cost"]["flop"])
     assert by_flop[-1]["name"] == "perceiver" and by_flop[0]["name"] == "ggnn"
-    assert max(papers, key=lambda p: p["full_cost"]["gpu_hours"])["name"] == "perceiver"
+    by_hours = sorted(papers, key=lambda p: p["full_cost"]["gpu_hours"])
+    assert {p["name"] for p in by_hours[-2:]} == {"perceiver", "disentanglement"}
     cost = {p["name"]: p["full_cost"] for p in papers}
-    for name in ("ggnn", "draw", "resnet", "path-sgd", "wrm"):
-        assert cost[name]["bound"] == "launches" and cost[name]["launch_bound"] > 0.9, name
+    for name in ("ggnn", "draw", "resnet", "path-sgd", "wrm", "coordconv"):
+        assert cost[name]["bound"] in ("launches", "host"), name
         assert cost[name]["gpu_hours"] > 2 * cost[name]["flop_gpu_hours"], name
+    for name in ("ggnn", "draw", "resnet"):
+        assert cost[name]["bound"] == "launches" and cost[name]["launch_bound"] > 0.9, name
+    for name in ("path-sgd", "coordconv"):
+        parts = cost[name]["price_parts"]
+        assert parts["fixed_per_step"] > parts["launches"], name
     assert cost["perceiver"]["bound"] == "FLOP"
 
 

@@ -23,25 +23,28 @@ from paperzoo.utils.io import atomic_write_text
 
 def table() -> str:
     """The markdown table of docs/cost.md, from the stored counts: the price from FLOP and kernel
-    launches alone (before) beside the price with host work and the loader (now), and the bound
-    that decides each paper."""
+    launches alone (before) beside the price with host work and the loader (now), the bound that
+    decides each paper and the hours by part (``paperzoo.cost.price_parts``)."""
     from paperzoo.experiments.lookup import get_experiment
 
     rows = [
-        "| paper | FLOP | steps | kernels per step | other host ms per step "
+        "| paper | FLOP | steps | kernels per step | fixed ms per step | other host ms per step "
         "| GPU-hours, FLOP and launches (before) | GPU-hours, with host and loader (now) "
-        "| now / before | bound (share of hours) | CUDA precision |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| now / before | bound (share of hours) | hours by part: FLOP / launches / fixed / host "
+        "/ loader | CUDA precision |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     costs = cached_costs()
     for name in sorted(costs, key=lambda n: -costs[n]["gpu_hours"]):
         c = costs[name]
         prec = get_experiment(name).cuda_precision
+        parts = " / ".join(f"{v:.3g}" for v in c["price_parts"].values())
         rows.append(
             f"| {name} | {c['flop']:.2e} | {c['steps']:,} | {c['kernels_per_step']:,.0f} "
+            f"| {c['fixed_seconds_per_step'] * 1e3:.3g} "
             f"| {c['host_seconds_per_step'] * 1e3:.3g} | {c['before_gpu_hours']:.3g} "
             f"| {c['gpu_hours']:.3g} | {c['gpu_hours'] / c['before_gpu_hours']:,.2f} "
-            f"| {c['bound']} ({c['bounds'][c['bound']]:.0%}) | {prec} |"
+            f"| {c['bound']} ({c['bounds'][c['bound']]:.0%}) | {parts} | {prec} |"
         )
     return "\n".join(rows) + "\n"
 

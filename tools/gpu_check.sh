@@ -3,15 +3,16 @@
 # the whole run's time, in one table. Run it on the GPU machine before paying
 # for the full runs:
 #
-#   DATA_ROOT=/data make gpu-check                  # every registered paper, 2 steps each, on CUDA
+#   DATA_ROOT=/data make gpu-check                  # every registered paper, 6 steps each, on CUDA
 #   SYNTH=1 make gpu-check                          # no real data: synthetic files, real layouts
 #   DEVICE=cpu SCALE=smoke SYNTH=1 tools/gpu_check.sh          # the plumbing, on a CPU
 #
 # Environment (defaults in brackets):
-#   DEVICE [cuda]  SCALE [full]  STEPS [2]: `paperzoo reproduce NAME --scale SCALE --max-steps
-#       STEPS --device DEVICE`, a fresh --out per paper (an estimate needs every loop to run
-#       here; a loop loaded from an earlier run is not timed). Of 2 steps the second is timed
-#       (the first pays for warm-up).
+#   DEVICE [cuda]  SCALE [full]  STEPS [6, paperzoo.cost.GPU_CHECK_STEPS]: `paperzoo reproduce
+#       NAME --scale SCALE --max-steps STEPS --device DEVICE`, a fresh --out per paper (an
+#       estimate needs every loop to run here; a loop loaded from an earlier run is not timed).
+#       The first step of a loop pays for warm-up; the estimate's steady step is the mean of the
+#       other 5, so one step slowed by another process moves it a fifth as much.
 #   PAPERS [every registered paper, the costliest full run first]: the papers to run, in this
 #       order (tools/gpu_check_plan.py lists them from the registry, by their stored price, so
 #       that the budget is spent on the costliest first). Every paper listed must run:
@@ -33,10 +34,10 @@
 #   NPROC [torch.cuda.device_count() on CUDA, which honours CUDA_VISIBLE_DEVICES; 1 on CPU]
 #   TIMEOUT [each paper's own limit on CUDA, 900 s on CPU]: the most one paper may take; when
 #       set, every paper gets it.
-#   BUDGET [480 s on CUDA, 0 = none on CPU]: the most the whole check may take, synthetic data
+#   BUDGET [on CUDA the listed papers' limits added, + SYNTH_S = 50 s when the synthetic data
+#       is written; 0 = none on CPU]: the most the whole check may take, synthetic data
 #       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
-#       does not start and fails. On one GPU the ten papers' derived limits and the synthetic
-#       data fit in these 8 minutes, the costliest papers first.
+#       does not start and fails. Set it lower to spend a fixed time on the costliest papers.
 #   KILL_GRACE [45]: seconds between a paper's SIGTERM at its limit and SIGKILL; above
 #       torchrun's own 30 s, so that torchrun can stop its ranks first. After each paper every
 #       process it started that still runs (a rank or loader worker that left its process group
@@ -54,15 +55,17 @@
 #   limit = ceil(plumbing_s + 1.5 x (setup_s + steps_s + loader_s))
 #   plumbing_s: the start-up, imports, run directory, report and torchrun launch a GPU run pays
 #       too: half the paper's wall seconds in this script's CPU plumbing mode
-#       (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`),
+#       (`DEVICE=cpu SCALE=smoke SYNTH=1 STEPS=2 THREADS=1 nice -n 10 tools/gpu_check.sh`: the
+#       plumbing does not depend on the steps),
 #       measured once on a 2-core host whose both cores ran other jobs.
 #   setup_s, stated (no GPU run of the check yet): CUDA start, reading the full data, building
 #       the full models, cuDNN's search, the evaluation cut to 2 batches; its `reason` says what.
 #   steps_s, counted: STEPS steps of every planned loop at the priced time of one of the full
 #       run's steps (`paperzoo list --json`: gpu_hours x 3600 / steps; the longest of its FLOP,
-#       launch, host and loader time), e.g. the Perceiver's 2 x 3 x 1.9 s.
-#   loader_s, counted: each loop's loader warm-up, its first batch decoded by one worker alone
-#       (the workers x the count's loader seconds per step; the Perceiver's 3 x 16 x 0.52 s).
+#       launch, host and loader time), e.g. the Perceiver's STEPS x 3 loops x its priced step.
+#   loader_s, counted: the loader's warm-up, once (a capped run's loops share one start of the
+#       loader): its first batch decoded by one worker alone (the workers x the count's loader
+#       seconds per step; the Perceiver's 16 workers x its priced loader time a step).
 #   1.5: the margin for a slower host or GPU and first steps slower than steady ones.
 # The summary prints each paper's limit beside its wall time: a paper near its limit is the
 # place to measure again (plumbing_s from this script's CPU wall time, setup_s from the GPU's).
@@ -72,14 +75,15 @@ check_start=$(date +%s)
 
 DEVICE=${DEVICE:-cuda}
 SCALE=${SCALE:-full}
-STEPS=${STEPS:-2}
+STEPS=${STEPS:-6}
+SYNTH_S=50  # the allowance for writing the synthetic data (tools/synth_data.py)
 OUT=${OUT:-runs/gpu-check}
 BIN=${BIN:-.venv/bin}
 SYNTH=${SYNTH:-0}
 DATA_ROOT=${DATA_ROOT:-}
 if [[ $DEVICE == cuda* ]]; then
   TIMEOUT=${TIMEOUT:-}  # empty: each paper's own limit (its gpu_check)
-  BUDGET=${BUDGET:-480}
+  BUDGET=${BUDGET:-}  # empty: derived below from the listed papers' limits
 else
   TIMEOUT=${TIMEOUT:-900}
   BUDGET=${BUDGET:-0}
@@ -112,7 +116,7 @@ if [[ -z ${THREADS+x} ]]; then
 fi
 
 for v in STEPS TIMEOUT BUDGET NPROC; do
-  [[ $v == TIMEOUT && -z $TIMEOUT ]] && continue
+  [[ ($v == TIMEOUT || $v == BUDGET) && -z ${!v} ]] && continue
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-check: $v must be a whole number, got '${!v}'" >&2; exit 2; }
 done
 [[ $NPROC -ge 1 ]] || { echo "gpu-check: NPROC must be at least 1, got $NPROC" >&2; exit 2; }
@@ -142,6 +146,17 @@ for p in $PAPERS; do
   awk -F'\t' -v p="$p" '$1 == p { found = 1 } END { exit !found }' <<<"$plan" \
     || { echo "gpu-check: unknown paper '$p' (paperzoo list names them)" >&2; exit 2; }
 done
+if [[ -z $BUDGET ]]; then
+  # the listed papers' limits added, and the synthetic data's allowance when it is written
+  BUDGET=0
+  for p in $PAPERS; do BUDGET=$((BUDGET + $(limit_of "$p"))); done
+  [[ -z $DATA_ROOT && $SYNTH == 1 ]] && BUDGET=$((BUDGET + SYNTH_S))
+fi
+if [[ $BUDGET -gt 0 ]]; then
+  echo "gpu-check: the check runs $STEPS steps per loop within a budget of ${BUDGET} s"
+else
+  echo "gpu-check: the check runs $STEPS steps per loop, with no budget"
+fi
 mkdir -p "$OUT"
 if [[ -z $DATA_ROOT && $SYNTH == 1 ]]; then
   DATA_ROOT=$OUT/data

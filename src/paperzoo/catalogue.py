@@ -69,8 +69,8 @@ def full_cost_entry(cost: dict[str, Any]) -> dict[str, Any]:
     on (``stored``: read from full_costs.json at the current config, else counted now)."""
     keys = (
         "flop", "gpu_hours", "before_gpu_hours", "flop_gpu_hours", "steps", "kernels_per_step",
-        "host_seconds_per_step", "hook_seconds", "bound", "bounds", "launch_bound", "basis",
-        "assumptions", "stored",
+        "host_seconds_per_step", "fixed_seconds_per_step", "kernel_seconds", "price_parts",
+        "hook_seconds", "bound", "bounds", "launch_bound", "basis", "assumptions", "stored",
     )  # fmt: skip
     return {k: cost[k] for k in keys}
 
@@ -98,7 +98,8 @@ def render_catalogue(catalogue: dict[str, Any]) -> str:
             lines.append(
                 f"  full run: at least {c['gpu_hours']:.2g} GPU-hours on one H100/H200, bound by "
                 f"{words.get(c['bound'], 'the data loader')} ({c['steps']:,} steps of "
-                f"{c['kernels_per_step']:,.0f} kernels at {KERNEL_SECONDS * 1e6:.0f} us and "
+                f"{c['kernels_per_step']:,.0f} kernels at {KERNEL_SECONDS * 1e6:.0f} us, a fixed "
+                f"{c['fixed_seconds_per_step'] * 1e3:.2g} ms and "
                 f"{c['host_seconds_per_step'] * 1e3:.2g} ms of other host work, {c['flop']:.2g} "
                 f"FLOP at {UTILISATION:.0%} of the bf16 peak; CUDA precision "
                 f"{p['cuda_precision']})"

@@ -25,17 +25,21 @@ Each repetition (a training step, an evaluated example) is priced at the longest
 
 * its FLOP time, at ``UTILISATION`` = 40 % of ``PEAK_BF16_FLOPS`` = 989 TFLOP/s (the dense bf16
   peak of an H100 SXM; large transformers and ResNet-50 sustain 40-50 % in tuned code);
-* its host time in the training process: ``KERNEL_SECONDS`` = 5 us per kernel launch (the
-  Python call, the dispatcher, ``cudaLaunchKernel``), plus its other host work one after the
-  other: the step's own CPU work, and, for a paper whose CUDA precision is bf16, the precision
-  module's Python hooks on every module call (``paperzoo.engine.precision.autocast_modules``),
-  ``hook_seconds`` each, measured here;
+* its host time in the training process: ``KERNEL_SECONDS`` = 8 us per kernel launch (the
+  Python call, the dispatcher, autograd, ``cudaLaunchKernel``), a training step's fixed part
+  (``paperzoo.utils.work.step_fixed_seconds``: the ``Trainer``'s own work and the optimiser's
+  foreach update), plus its other host work one after the other: the step's own CPU work, and,
+  for a paper whose CUDA precision is bf16, the precision module's Python hooks on every module
+  call (``paperzoo.engine.precision.autocast_modules``), ``hook_seconds`` each, measured here;
 * its loader time, the seconds the data loader's worker processes need for its examples.
 
 ``basis`` names the bound that decides each paper (the one most of its hours rest on) and
-``bounds`` gives every bound's share of the hours. The sum is a lower bound: it leaves out the
-optimiser's update, host synchronisation (``.item()``, device round trips), operations that
-launch more than one kernel, and the time when no bound holds alone; the host times are this
+``bounds`` gives every bound's share of the hours; ``price_parts`` splits the hours into what
+they are spent on (``PRICE_PARTS``: FLOP, launches, the fixed per-step part, other host work,
+the loader; a repetition decided by its host time is split in proportion to its launches,
+fixed part and other host work), and the parts add up to the price. The sum is a lower bound:
+it leaves out host synchronisation (``.item()``, device round trips), operations that launch
+more than one kernel, and the time when no bound holds alone; the host times are this
 machine's, and a faster host takes less. ``before_gpu_hours`` is the price without host work
 (FLOP and launches alone), ``flop_gpu_hours`` the FLOP time alone.
 
@@ -69,23 +73,53 @@ from paperzoo.utils.work import (
 
 __all__ = [
     "COSTS_FILE",
+    "GPU_CHECK_STEPS",
+    "PRICE_PARTS",
     "cached_costs",
     "config_digest",
     "full_cost",
     "gpu_check_limit",
     "hook_seconds",
     "paper_cost",
+    "price_parts",
 ]
 
 GPU = "one H100 / H200-class GPU"
 # The margin on what a paper's make gpu-check run is derived to take on one GPU: for a host or
-# GPU slower than the price assumes (its FLOP at 40% of peak, launches at 5 us), first steps
+# GPU slower than the price assumes (its FLOP at 40% of peak, launches at 8 us), first steps
 # slower than steady ones (lazy CUDA module loading, the caching allocator's first allocations)
 # and a loader worker slower than this CPU.
 GPU_CHECK_MARGIN = 1.5
+# The steps per loop of a make gpu-check run (tools/gpu_check.sh's STEPS): a loop's first step
+# pays for warm-up, so its estimate's steady step is the mean of the other five.
+GPU_CHECK_STEPS = 6
 
 
 COSTS_FILE = Path(__file__).with_name("full_costs.json")
+# What a price's hours are spent on (``price_parts``): they add up to ``gpu_hours``.
+PRICE_PARTS = ("flop", "launches", "fixed_per_step", "host", "loader")
+
+
+def price_parts(pieces: list[Piece]) -> dict[str, float]:
+    """The GPU hours of ``pieces`` by what they are spent on (``PRICE_PARTS``): a repetition
+    bound by its FLOP or its loader counts under that; one bound by its host time is split in
+    proportion to its launches, its fixed per-step part and its other host work. The parts add
+    up to the pieces' hours."""
+    parts = dict.fromkeys(PRICE_PARTS, 0.0)
+    for p in pieces:
+        w, hours = p.work, p.hours
+        if hours == 0.0:
+            continue
+        if w.bound == "FLOP":
+            parts["flop"] += hours
+        elif w.bound == "loader":
+            parts["loader"] += hours
+        else:
+            total = w.host_seconds
+            parts["launches"] += hours * w.launch_seconds / total
+            parts["fixed_per_step"] += hours * w.fixed / total
+            parts["host"] += hours * w.host / total
+    return parts
 
 
 def _full_plan(name: str) -> tuple[Any, list[tuple[str, int]]]:
@@ -139,11 +173,15 @@ def full_cost(name: str) -> dict[str, Any]:
         ``flop_gpu_hours``, the FLOP time alone; ``steps``, the plan's optimisation steps;
         ``kernels_per_step``, every piece's kernels over those steps; ``host_seconds_per_step``,
         the other host work (hooks, the step's CPU work) over those steps;
+        ``fixed_seconds_per_step``, the training steps' fixed part (the Trainer's work and the
+        optimiser's update) over those steps; ``price_parts``, the hours by what they are
+        spent on (``price_parts``; they add up to ``gpu_hours``); ``kernel_seconds``, the
+        price of one launch;
         ``hook_seconds``, the hooks' time per module call (0 when the paper's CUDA precision
         sets none); ``bound``, the bound most of ``gpu_hours`` rests on, and ``bounds``, each
         bound's share; ``launch_bound``, the share resting on launches; ``basis`` and
-        ``assumptions`` in words; ``parts``, each piece's ``flop``, ``kernels``, ``gpu_hours``
-        and ``bound``.
+        ``assumptions`` in words; ``parts``, each piece's ``flop``, ``kernels``,
+        ``host_seconds``, ``fixed_seconds``, ``loader_seconds``, ``gpu_hours`` and ``bound``.
 
     Raises:
         KeyError: the paper declares no counter (``Experiment.full_cost``).
@@ -168,6 +206,7 @@ def full_cost(name: str) -> dict[str, Any]:
         sum(max(p.work.flop_seconds, p.work.launch_seconds) * p.count for p in pieces) / 3600
     )
     host = float(sum(p.work.host * p.count for p in pieces))
+    fixed = float(sum(p.work.fixed * p.count for p in pieces))
     steps = int(sum(s for _, s in plan))
     assert flop > 0 and math.isfinite(flop) and kernels > 0 and steps > 0, name
     shares = {b: sum(p.hours for p in pieces if p.bound == b) / hours for b in BOUNDS}
@@ -180,11 +219,14 @@ def full_cost(name: str) -> dict[str, Any]:
         "steps": steps,
         "kernels_per_step": kernels / steps,
         "host_seconds_per_step": host / steps,
+        "fixed_seconds_per_step": fixed / steps,
+        "kernel_seconds": KERNEL_SECONDS,
+        "price_parts": price_parts(pieces),
         "hook_seconds": per_call,
         "bound": bound,
         "bounds": shares,
         "launch_bound": shares["launches"],
-        "basis": basis(bound, shares, kernels / steps, host / steps, per_call),
+        "basis": basis(bound, shares, kernels / steps, host / steps, per_call, fixed / steps),
         "assumptions": (
             f"Training FLOP and kernels of the full config: each planned model's forward and "
             f"backward pass at its batch, FLOP counted with torch.utils.flop_counter (2 FLOP per "
@@ -198,6 +240,7 @@ def full_cost(name: str) -> dict[str, Any]:
                 "flop": p.total,
                 "kernels": p.kernels,
                 "host_seconds": p.work.host * p.count,
+                "fixed_seconds": p.work.fixed * p.count,
                 "loader_seconds": p.work.loader * p.count,
                 "gpu_hours": p.hours,
                 "bound": p.bound,
@@ -210,7 +253,7 @@ def full_cost(name: str) -> dict[str, Any]:
 _BOUND_WORDS = {
     "FLOP": "its FLOP",
     "launches": "its kernel launches",
-    "host": "its host work beside the launches",
+    "host": "its host work beside the launches (a step's fixed part included)",
     "loader": "its data loader's workers",
 }
 
@@ -221,6 +264,7 @@ def basis(
     kernels_per_step: float,
     host_per_step: float,
     per_call: float,
+    fixed_per_step: float = 0.0,
 ) -> str:
     """What a ``gpu_hours`` figure rests on, in one paragraph (``full_cost``'s ``basis``),
     opening with the bound that decides it."""
@@ -235,10 +279,11 @@ def basis(
         f"training step, evaluated example or attack iteration costs the longest of its FLOP at "
         f"{UTILISATION:.0%} of {PEAK_BF16_FLOPS / 1e12:.0f} TFLOP/s (dense bf16, H100 SXM), its "
         f"host time (kernel launches at {KERNEL_SECONDS * 1e6:.0f} us each, "
-        f"{kernels_per_step:,.0f} per training step, evaluation included, then "
-        f"{host_per_step * 1e3:.2f} ms of other host work per step{hooks}, timed on the CPU) "
-        f"and its data loader's time. Not counted: the optimiser's update, host "
-        f"synchronisation and operations that launch several kernels."
+        f"{kernels_per_step:,.0f} per training step, evaluation included; a fixed "
+        f"{fixed_per_step * 1e3:.2f} ms per step for the Trainer's work and the optimiser's "
+        f"update; then {host_per_step * 1e3:.2f} ms of other host work per step{hooks}, timed "
+        f"on the CPU) and its data loader's time. Not counted: host synchronisation and "
+        f"operations that launch several kernels."
     )
 
 
@@ -255,7 +300,9 @@ def paper_cost(name: str, path: Path = COSTS_FILE) -> dict[str, Any] | None:
         return None
 
 
-def gpu_check_limit(name: str, steps: int = 2, path: Path = COSTS_FILE) -> dict[str, Any]:
+def gpu_check_limit(
+    name: str, steps: int = GPU_CHECK_STEPS, path: Path = COSTS_FILE
+) -> dict[str, Any]:
     """Paper ``name``'s limit in ``make gpu-check`` (its full config, ``steps`` steps per loop,
     on one GPU), derived from its ``Experiment.gpu_check`` and its stored count:
 
@@ -266,9 +313,10 @@ def gpu_check_limit(name: str, steps: int = 2, path: Path = COSTS_FILE) -> dict[
       them) at the priced seconds of one of the full run's steps: ``gpu_hours * 3600 / steps``
       of its count, the longest of its FLOP, launch, host and loader time per step, averaged
       over the run (evaluation included, so slightly over);
-    * ``loader_s`` is each planned loop's loader warm-up: its first batch comes from one worker
-      that decodes all of it, ``Experiment.loader_workers`` times the count's loader seconds per
-      step (which the workers share).
+    * ``loader_s`` is the loader's warm-up, once: its first batch comes from one worker that
+      decodes all of it, ``Experiment.loader_workers`` times the count's loader seconds per step
+      (which the workers share); the loops of a capped run share one start of the loader (the
+      Perceiver's models train on the same kept batches).
 
     Args:
         name: a registered paper.
@@ -295,7 +343,7 @@ def gpu_check_limit(name: str, steps: int = 2, path: Path = COSTS_FILE) -> dict[
         per_step = loader_per_step = 0.0
         counted = "no stored count (steps and loader not counted)"
     steps_s = steps * loops * per_step
-    loader_s = loops * exp.loader_workers(cfg) * loader_per_step
+    loader_s = exp.loader_workers(cfg) * loader_per_step
     work = check.setup_s + steps_s + loader_s
     seconds = math.ceil(check.plumbing_s + GPU_CHECK_MARGIN * work)
     return {

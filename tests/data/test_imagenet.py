@@ -215,3 +215,25 @@ def test_subset_draws_across_classes_in_file_order(tmp_path: Path, write_imagene
     assert set(sub.paths) <= set(index.paths) and len(set(sub.labels.tolist())) > 1
     assert sub.sha256 != index.sha256 and index.subset(None) is index and index.subset(99) is index
     assert sub.paths == index.subset(6, seed=1).paths
+
+
+def test_kept_batches_let_the_models_of_a_capped_run_share_one_loader_start(
+    tmp_path: Path, write_imagenet
+) -> None:
+    """Three models trained from step 0 for 2 steps each (a --max-steps 2 run): with the first
+    2 batches kept, the persistent loader starts once and its workers make each batch once; the
+    batches are those a source without kept batches makes, restarted for every model."""
+    root = write_imagenet(tmp_path, train=4, val=1)
+    index = scan_image_folder(root / "imagenet" / "train")
+    kept = ImageNetTrainSource(index, batch_size=4, seed=3, transform=_tf32, workers=2, keep=2)
+    fresh = ImageNetTrainSource(index, batch_size=4, seed=3, transform=_tf32, workers=2)
+    for _model in range(3):
+        for step in range(2):
+            (xk, yk), (xf, yf) = kept(step), fresh(step)
+            assert torch.equal(xk, xf) and torch.equal(yk, yf)
+    assert kept.starts == 1 and fresh.starts == 3
+    assert kept(2)[0].shape == (4, 3, 32, 32) and kept.starts == 1  # step 2 follows on: no restart
+    kept.close()
+    fresh.close()
+    with pytest.raises(ValueError, match="keep"):
+        ImageNetTrainSource(index, batch_size=4, seed=3, transform=_tf32, keep=-1)

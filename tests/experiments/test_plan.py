@@ -40,9 +40,7 @@ def test_a_long_plan_is_shortened():
 
 # At smoke scale nothing stops early (one GG-NN run per question type, no step size diverges), so
 # even the upper bounds are exact: the Trainers that run are the plan's, in its order.
-@pytest.mark.parametrize(
-    "name", EXPERIMENTS.names()
-)
+@pytest.mark.parametrize("name", EXPERIMENTS.names())
 def test_the_plan_is_what_trains(name, smoke_ctx, monkeypatch, caplog):
     trained: list[tuple[str, int]] = []
     fit = Trainer.fit

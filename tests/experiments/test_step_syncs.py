@@ -547,3 +547,26 @@ def test_on_cuda_the_steps_make_no_synchronising_call() -> None:
             step()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+def test_a_wren_steps_panels_made_from_the_archive_neither_read_nor_block() -> None:
+    """Abstract dSprites from the archive (the full config's data): the panels are gathered,
+    unpacked and coloured on the device from the rows the host sends over without blocking."""
+    import numpy as np
+
+    from paperzoo.data.abstract_reasoning import render_pgms, sample_pgms
+    from paperzoo.data.dsprites import FACTOR_SIZES, AbstractDSprites, DSpritesNPZ
+    from paperzoo.data.ground_truth import Quantized
+    from paperzoo.papers.disentanglement.config import PGM_SIZES
+
+    unread = np.empty((int(np.prod(FACTOR_SIZES)), 64, 8), dtype=np.uint8)  # never read on meta
+    data = Quantized(
+        AbstractDSprites(DSpritesNPZ.from_packed(unread)), PGM_SIZES["abstract-dsprites"]
+    )
+    rng = np.random.default_rng(0)
+    pgms = sample_pgms(data.factor_sizes, 4, rng)
+    render_pgms(data, pgms, rng, META)  # the archive's first copy to the device, once
+    with recording_syncs() as events:
+        context, answers = render_pgms(data, pgms, rng, META)
+    assert not events
+    assert context.shape == (4, 8, 3, 64, 64) and answers.device == META

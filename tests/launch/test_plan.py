@@ -82,7 +82,7 @@ def test_the_perceivers_loader_workers_get_cpus_and_the_long_runs_are_capped():
     )
     assert r.torchrun and r.gpus == 8
     assert r.cpus_per_task == (2 + 16) * 4  # 2 per rank + its 16 DataLoader workers, 4 ranks
-    assert r.time_s == MAX_TIME_S  # 239 GPU-hours / 8 GPUs x 3 is over a day
+    assert r.time_s == MAX_TIME_S  # 215 GPU-hours / 8 GPUs x 3 is over a day
 
 
 def test_several_gpus_only_for_the_papers_under_torchrun():

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from paperzoo.data.ground_truth import GroundTruthData
@@ -146,16 +147,23 @@ def sample_pgms(
 
 
 def render_pgms(
-    data: GroundTruthData, pgms: PGMs, rng: np.random.Generator
+    data: GroundTruthData,
+    pgms: PGMs,
+    rng: np.random.Generator,
+    device: str | torch.device | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """Images of the context and candidate panels.
+    """Images of the context and candidate panels, rendered on the host, or made on ``device``
+    (``GroundTruthData.observations_on``: the same images from the same draws of ``rng``).
 
     Returns:
         context (P, 8, C, H, W), answers (P, 6, C, H, W).
     """
     p, f = len(pgms), pgms.answers.shape[-1]
     panels = np.concatenate([pgms.context, pgms.answers], axis=1).reshape(-1, f)  # (P * 14, F)
-    obs = data.sample_observations_from_factors(panels, rng)
+    if device is None:
+        obs = data.sample_observations_from_factors(panels, rng)
+    else:
+        obs = data.observations_on(panels, rng, device)
     obs = obs.view(p, NUM_CONTEXT + NUM_ANSWERS, *obs.shape[1:])
     return obs[:, :NUM_CONTEXT], obs[:, NUM_CONTEXT:]
 

@@ -34,6 +34,7 @@ from torch import Tensor
 from paperzoo.data.base import DATASETS, DataError, Split
 from paperzoo.data.ground_truth import GROUND_TRUTH, GroundTruthData, ground_truth_split
 from paperzoo.data.layouts import PINNED, all_files, register_layout
+from paperzoo.engine.transfer import to_device
 
 DSPRITES_FILE = "dsprites_ndarray_co1sh3sc6or40x32y32_64x64.npz"
 DSPRITES_URL = "https://github.com/deepmind/dsprites-dataset"
@@ -154,12 +155,20 @@ class DSprites(GroundTruthData):
     def sample_observations_from_factors(
         self, factors: np.ndarray, rng: np.random.Generator
     ) -> Tensor:
+        return self._masks(factors)
+
+    def _masks(self, factors: np.ndarray) -> Tensor:
         f = self.check_factors(factors)
         masks = render_sprites(
             f[:, 0], SCALES[f[:, 1]], ORIENTATIONS[f[:, 2]], POSITIONS[f[:, 3]], POSITIONS[f[:, 4]],
             image_size=self.image_size,
         )  # fmt: skip
         return masks.unsqueeze(1)  # (n, 1, H, W)
+
+    def masks_on(self, factors: np.ndarray, device: str | torch.device) -> Tensor:
+        """``sample_observations_from_factors`` on ``device``: rendered on the host, sent as
+        one byte a pixel (the masks are binary) and made float32 there. (n, 5) -> (n, 1, H, W)."""
+        return to_device(self._masks(factors).to(torch.uint8), device).float()
 
 
 class DSpritesNPZ(GroundTruthData):
@@ -176,6 +185,7 @@ class DSpritesNPZ(GroundTruthData):
     """
 
     name = "dsprites"
+    path: Path | None  # the archive read (None: images given in memory, ``from_packed``)
 
     def __init__(
         self,
@@ -185,19 +195,48 @@ class DSpritesNPZ(GroundTruthData):
         factor_sizes: tuple[int, ...] = FACTOR_SIZES,
     ) -> None:
         self.path = Path(path)
-        self.source = str(self.path)
-        self.factor_names = FACTOR_NAMES
-        self.factor_sizes = tuple(factor_sizes)
-        packed, side = _read_npz_images(self.path, self.factor_sizes)
+        packed, side = _read_npz_images(self.path, tuple(factor_sizes))
         # The identity of the images read (their bits in grid order, checked above), for the
         # data record of a run: equal images give equal digests, whatever the file's name.
-        self.sha256 = hashlib.sha256(packed.data).hexdigest()
+        self._setup(packed, side, image_size, factor_sizes, str(self.path))
+        self.sha256: str | None = hashlib.sha256(packed.data).hexdigest()
+
+    @classmethod
+    def from_packed(
+        cls,
+        packed: np.ndarray,
+        *,
+        image_size: int | None = None,
+        factor_sizes: tuple[int, ...] = FACTOR_SIZES,
+    ) -> DSpritesNPZ:
+        """The images already in memory, bit-packed as the archive is read: (N, H, ceil(W / 8))
+        uint8 in grid order, H = W (no digest; e.g. an unread stand-in of the grid's shape for
+        counting the work of made-on-device panels on the meta device)."""
+        self = cls.__new__(cls)
+        self.path, self.sha256 = None, None
+        self._setup(packed, packed.shape[1], image_size, factor_sizes, "memory")
+        return self
+
+    def _setup(
+        self,
+        packed: np.ndarray,
+        side: int,
+        image_size: int | None,
+        factor_sizes: tuple[int, ...],
+        source: str,
+    ) -> None:
+        self.source = source
+        self.factor_names = FACTOR_NAMES
+        self.factor_sizes = tuple(factor_sizes)
+        if packed.shape != (int(np.prod(self.factor_sizes)), side, (side + 7) // 8):
+            raise ValueError(f"packed images of shape {packed.shape} do not fit the grid")
         image_size = side if image_size is None else image_size
         if side % image_size:
             raise ValueError(f"image_size must divide {side}, got {image_size}")
         self._packed, self._side, self.image_size = packed, side, image_size
         self.observation_shape = (1, image_size, image_size)
         self._bases = np.cumprod((self.factor_sizes[1:] + (1,))[::-1])[::-1].astype(np.int64)
+        self._on_device: dict[torch.device, Tensor] = {}  # the packed images on each device
 
     def indices(self, factors: np.ndarray) -> np.ndarray:
         """Row of each factor vector in the archive. (n, 5) -> (n,)."""
@@ -208,6 +247,25 @@ class DSpritesNPZ(GroundTruthData):
     ) -> Tensor:
         bits = np.unpackbits(self._packed[self.indices(factors)], axis=-1, count=self._side)
         x = torch.from_numpy(bits.astype(np.float32)).unsqueeze(1)  # (n, 1, 64, 64)
+        if self.image_size != self._side:
+            x = torch.nn.functional.avg_pool2d(x, self._side // self.image_size)
+        return x
+
+    def masks_on(self, factors: np.ndarray, device: str | torch.device) -> Tensor:
+        """``sample_observations_from_factors`` made on ``device``: the images are gathered and
+        unpacked there from a copy of the packed archive (made on first use, 377 MB for the
+        64 x 64 grid); only the indices are copied from the host. Equal to the host's images
+        bit for bit: the bits are integers, and pooling averages 0s and 1s over a power-of-two
+        window. (n, 5) -> (n, 1, H, W)."""
+        dev = torch.device(device)
+        packed = self._on_device.get(dev)
+        if packed is None:
+            packed = to_device(torch.from_numpy(self._packed), dev)
+            self._on_device[dev] = packed
+        rows = to_device(torch.from_numpy(self.indices(factors)), dev)
+        shifts = torch.arange(7, -1, -1, dtype=torch.uint8, device=dev)  # numpy's bit order
+        bits = (packed[rows].unsqueeze(-1) >> shifts) & 1  # (n, H, W / 8, 8)
+        x = bits.flatten(-2)[..., : self._side].float().unsqueeze(1)  # (n, 1, 64, 64)
         if self.image_size != self._side:
             x = torch.nn.functional.avg_pool2d(x, self._side // self.image_size)
         return x
@@ -304,17 +362,43 @@ class AbstractDSprites(GroundTruthData):
         self.sha256: str | None = getattr(base, "sha256", None)  # the archive's images, if read
         side = base.observation_shape[-1]
         self.observation_shape = (3, side, side)
+        self._tables: dict[tuple[int, torch.device], Tensor] = {}  # colours on each device
 
     def sample_observations_from_factors(
         self, factors: np.ndarray, rng: np.random.Generator
     ) -> Tensor:
         f = self.check_factors(factors)
-        orientation = rng.integers(0, 40, size=len(f))
-        sprite = np.stack([f[:, 2], f[:, 3], orientation, f[:, 4], f[:, 5]], axis=1)
-        mask = self.base.sample_observations_from_factors(sprite, rng)  # (n, 1, H, W)
+        mask = self.base.sample_observations_from_factors(self.sprites(f, rng), rng)
         bg = torch.from_numpy(BACKGROUND_COLORS[f[:, 0]]).view(-1, 3, 1, 1)
         fg = torch.from_numpy(OBJECT_COLORS[f[:, 1]]).view(-1, 3, 1, 1)
         return mask * fg + (1 - mask) * bg  # (n, 3, H, W)
+
+    def sprites(self, factors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The binary dSprites factors of checked abstract factors: (shape, scale, orientation,
+        x, y), the orientation drawn uniformly from ``rng``. (n, 6) -> (n, 5)."""
+        orientation = rng.integers(0, 40, size=len(factors))
+        f = factors
+        return np.stack([f[:, 2], f[:, 3], orientation, f[:, 4], f[:, 5]], axis=1)
+
+    def observations_on(
+        self, factors: np.ndarray, rng: np.random.Generator, device: str | torch.device
+    ) -> Tensor:
+        """``sample_observations_from_factors`` on ``device``, the same values from the same
+        draws: the orientations are drawn on the host, the masks come from the base's
+        ``masks_on`` (the archive's are made on the device) and are coloured there."""
+        f = self.check_factors(factors)
+        mask = self.base.masks_on(self.sprites(f, rng), device)  # (n, 1, H, W)
+        colours = to_device(torch.from_numpy(f[:, :2]), device)
+        bg = self._colours(BACKGROUND_COLORS, device)[colours[:, 0]].view(-1, 3, 1, 1)
+        fg = self._colours(OBJECT_COLORS, device)[colours[:, 1]].view(-1, 3, 1, 1)
+        return mask * fg + (1 - mask) * bg  # (n, 3, H, W)
+
+    def _colours(self, table: np.ndarray, device: str | torch.device) -> Tensor:
+        """A colour table on ``device``, copied there once."""
+        key = (id(table), torch.device(device))
+        if key not in self._tables:
+            self._tables[key] = to_device(torch.from_numpy(table), device)
+        return self._tables[key]
 
 
 def _binary_dsprites(

@@ -5,7 +5,9 @@ and by the abstract-reasoning puzzles (van Steenkiste et al., 2019): a data set 
 ``num_factors`` factors, factor ``i`` takes ``factor_sizes[i]`` integer values, factors are drawn
 uniformly and independently (``sample_factors``), and an observation is rendered from factors
 (``sample_observations_from_factors``; the renderer may use extra randomness, e.g. a nuisance
-factor that is not part of the ground truth).
+factor that is not part of the ground truth). ``observations_on`` makes the same observations on
+a device (abstract dSprites from the archive renders them there: only factor indices leave the
+host).
 
 Randomness always comes from an explicit ``numpy.random.Generator``; observations are float32
 tensors in [0, 1] of shape (N, C, H, W).
@@ -22,6 +24,7 @@ import torch
 from torch import Tensor
 
 from paperzoo.data.base import DataInfo, Split
+from paperzoo.engine.transfer import to_device
 from paperzoo.registry import Registry
 
 
@@ -52,6 +55,14 @@ class GroundTruthData(ABC):
         self, factors: np.ndarray, rng: np.random.Generator
     ) -> Tensor:
         """Render one observation per factor vector. (n, num_factors) -> (n, C, H, W) float32."""
+
+    def observations_on(
+        self, factors: np.ndarray, rng: np.random.Generator, device: str | torch.device
+    ) -> Tensor:
+        """``sample_observations_from_factors`` on ``device``: the same values from the same
+        draws of ``rng``. Here rendered on the host and copied (pinned, without blocking the
+        host); a data set whose images can be made on the device overrides it."""
+        return to_device(self.sample_observations_from_factors(factors, rng), device)
 
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, Tensor]:
         """``n`` (factors, observations) pairs."""
@@ -112,6 +123,11 @@ class Quantized(GroundTruthData):
         self, factors: np.ndarray, rng: np.random.Generator
     ) -> Tensor:
         return self.data.sample_observations_from_factors(self.to_original(factors), rng)
+
+    def observations_on(
+        self, factors: np.ndarray, rng: np.random.Generator, device: str | torch.device
+    ) -> Tensor:
+        return self.data.observations_on(self.to_original(factors), rng, device)
 
 
 class ArrayGroundTruthData(GroundTruthData):

@@ -452,7 +452,11 @@ class ImageNetTrainSource:
     the models trained from this source (``persistent_workers``), each holding ``prefetch``
     batches in flight, copied into pinned memory when ``pin_memory`` (batches bound for a GPU).
     Asked for step ``s`` when it last gave ``s - 1``, the source hands over the next prefetched
-    batch; asked for any other step (a new model, a resumed run), it restarts its stream there.
+    batch; asked for any other step (a new model, a resumed run), it restarts its stream there
+    (``starts`` counts the starts). The batches of the first ``keep`` steps stay in memory once
+    made and are handed over again when asked for: the models of a capped run (``--max-steps``),
+    each trained from step 0 on the same batches, then share one start of the loader and its
+    warm-up instead of waiting again for a worker to decode a whole batch.
 
     Args:
         index: the training images.
@@ -462,6 +466,7 @@ class ImageNetTrainSource:
         workers: decoding processes.
         prefetch: batches in flight per worker.
         pin_memory: page-locked batches (for a CUDA device).
+        keep: the steps from 0 whose batches are kept in memory (0: none).
         dist: this process's rank and world size (default: the running process group).
 
     Shapes:
@@ -478,12 +483,16 @@ class ImageNetTrainSource:
         workers: int = 8,
         prefetch: int = 2,
         pin_memory: bool = False,
+        keep: int = 0,
         dist: DistInfo | None = None,
     ) -> None:
         from paperzoo.engine.distributed import current
 
-        if workers < 0 or prefetch < 1:
-            raise ValueError(f"workers must be >= 0 and prefetch >= 1, got {workers}, {prefetch}")
+        if workers < 0 or prefetch < 1 or keep < 0:
+            raise ValueError(
+                f"workers and keep must be >= 0 and prefetch >= 1, got {workers}, {keep}, "
+                f"{prefetch}"
+            )
         self.dist = dist if dist is not None else current()
         if batch_size % self.dist.world_size:
             raise ValueError(
@@ -498,6 +507,9 @@ class ImageNetTrainSource:
         self._loader: DataLoader | None = None
         self._stream: Iterator[tuple[Tensor, Tensor]] | None = None
         self._next = -1
+        self.keep = keep
+        self._kept: dict[int, tuple[Tensor, Tensor]] = {}
+        self.starts = 0  # the times the loader's stream was started
 
     @property
     def sampler(self):  # -> BatchSampler (the epoch permutations, this rank's share)
@@ -526,14 +538,23 @@ class ImageNetTrainSource:
         return self._loader
 
     def __call__(self, step: int, g: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        kept = self._kept.get(step)
+        if kept is not None:
+            return kept
         if self._stream is None or step != self._next:
             self._steps.start = step
             self._stream = iter(self.loader)  # persistent workers: restarted, not respawned
+            self.starts += 1
         self._next = step + 1
-        return next(self._stream)
+        batch = next(self._stream)
+        if step < self.keep:
+            self._kept[step] = batch
+        return batch
 
     def close(self) -> None:
-        """Stop the worker processes (a later call starts new ones)."""
+        """Stop the worker processes (a later call starts new ones) and drop the kept
+        batches."""
+        self._kept.clear()
         self._stream = None
         self._loader = None  # the last reference: the iterator's workers shut down
         self._next = -1

@@ -12,11 +12,14 @@ A repetition's least time is the longest of three (``Work.seconds``):
 * FLOP time: ``flop / (PEAK_BF16_FLOPS * UTILISATION)``. ``PEAK_BF16_FLOPS`` = 989e12, the dense
   BF16 tensor-core peak of an H100 SXM (the H200 has the same compute); ``UTILISATION`` = 0.4,
   the fraction of that peak a tuned training loop sustains.
-* Host time of the training process: ``kernels * KERNEL_SECONDS + host``. Eager PyTorch issues
-  one kernel per operation from Python, each costing the host about ``KERNEL_SECONDS`` = 5 us
-  (the Python call, the dispatcher, ``cudaLaunchKernel``); the same thread also runs the step's
-  other host work (``host``: Python hooks on every module call, puzzles drawn on the CPU), one
-  after the other.
+* Host time of the training process: ``kernels * KERNEL_SECONDS + fixed + host``. Eager
+  PyTorch issues one kernel per operation from Python, each costing the host about
+  ``KERNEL_SECONDS`` = 8 us (the Python call, the dispatcher, autograd, ``cudaLaunchKernel``);
+  a training step also pays a fixed part (``fixed``, ``step_fixed_seconds``: the ``Trainer``'s
+  own work, ``TRAINER_STEP_OPS``, and the optimiser's update, ``update_kernels`` launches for
+  the ``params`` tensors ``step`` found); and the same thread runs the step's other host work
+  (``host``: Python hooks on every module call, puzzles drawn on the CPU), one after the
+  other.
 * Loader time: ``loader``, the seconds the data loader's worker processes need to supply one
   repetition's examples (they work beside the training process, so only the longer counts).
 """
@@ -24,6 +27,7 @@ A repetition's least time is the longest of three (``Work.seconds``):
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,8 +42,11 @@ from paperzoo.utils.flops import forward_work, step_work
 
 __all__ = [
     "BOUNDS",
+    "FOREACH_TENSORS",
     "KERNEL_SECONDS",
+    "OPTIMIZER_FOREACH_OPS",
     "PEAK_BF16_FLOPS",
+    "TRAINER_STEP_OPS",
     "UTILISATION",
     "Inputs",
     "Piece",
@@ -48,13 +55,27 @@ __all__ = [
     "gpu_hours",
     "host_seconds",
     "step",
+    "step_fixed_seconds",
+    "update_kernels",
 ]
 
 log = logging.getLogger(__name__)
 
 PEAK_BF16_FLOPS = 989e12  # H100 SXM, dense BF16 (datasheet: 1,979 TFLOPS with sparsity)
 UTILISATION = 0.4  # sustained fraction of the peak (an assumption, see the module doc)
-KERNEL_SECONDS = 5e-6  # the least host time one kernel launch takes in eager PyTorch
+KERNEL_SECONDS = 8e-6  # the least host time one kernel launch takes in eager PyTorch
+# The optimiser's update on CUDA, as PyTorch's default (foreach) Adam issues it: 7 operations
+# over the list of parameter tensors (lerp_, mul_, addcmul_, sqrt, div_, add_, addcdiv_; the step
+# counters live on the host), each one kernel per FOREACH_TENSORS tensors (multi_tensor_apply's
+# most tensors per launch with 4 lists, ATen/native/cuda/MultiTensorApply.cuh).
+OPTIMIZER_FOREACH_OPS = 7
+FOREACH_TENSORS = 36
+# The Trainer's own host work per step (its loop, the step counter and generator, the metric
+# window, the batch's trip to the device, the checks), in eager operations' worth: measured by
+# tools/step_overhead.py as its time over one eager operation's on the same CPU (27 to 69 in
+# seven runs on this project's shared host, 39 at the median; docs/cost.md), so it is priced at
+# KERNEL_SECONDS each.
+TRAINER_STEP_OPS = 40
 
 # What decides a repetition's time (``Work.bound``): its FLOP, its kernel launches, the host
 # work of the training process beside its launches, or the data loader's workers.
@@ -75,16 +96,29 @@ class Work:
     modules: float = 0.0  # module forward calls (each runs the module hooks a run installs)
     host: float = 0.0  # seconds of other host work in the training process (not the launches)
     loader: float = 0.0  # seconds the data loader's workers need for its examples
+    # a training step's optimiser update: the parameter tensors it updates, and the host
+    # seconds of the step's fixed part (``step_fixed_seconds``: the Trainer's work and the
+    # update's launches), both set by ``step``; once per step however many passes it makes
+    params: float = 0.0
+    fixed: float = 0.0
 
     def __mul__(self, k: float) -> Work:
-        return Work(
-            self.flop * k, self.kernels * k, self.modules * k, self.host * k, self.loader * k
+        """k passes in one repetition (attack iterations, micro-batches): the optimiser's
+        update and the step's fixed part stay once."""
+        return replace(
+            self,
+            flop=self.flop * k,
+            kernels=self.kernels * k,
+            modules=self.modules * k,
+            host=self.host * k,
+            loader=self.loader * k,
         )
 
     __rmul__ = __mul__
 
     def __truediv__(self, k: float) -> Work:
-        return self * (1.0 / k)
+        """One example of a batch of k passes (an attacked example): no optimiser update."""
+        return replace(self * (1.0 / k), params=0.0, fixed=0.0)
 
     def with_host(self, *, host: float = 0.0, loader: float = 0.0) -> Work:
         """This work with ``host`` seconds more host work in the training process and ``loader``
@@ -103,8 +137,9 @@ class Work:
 
     @property
     def host_seconds(self) -> float:
-        """The training process's host time: its launches and its other host work in turn."""
-        return self.launch_seconds + self.host
+        """The training process's host time: its launches, its fixed part and its other host
+        work in turn."""
+        return self.launch_seconds + self.fixed + self.host
 
     @property
     def seconds(self) -> float:
@@ -120,7 +155,7 @@ class Work:
         if top == 0.0 or self.flop_seconds >= top:
             return "FLOP"
         if self.host_seconds >= top:
-            return "launches" if self.launch_seconds >= self.host else "host"
+            return "launches" if self.launch_seconds >= self.host + self.fixed else "host"
         return "loader"
 
 
@@ -217,8 +252,24 @@ def _count(model: nn.Module, inputs: Inputs, *, backward: bool) -> Work:
 
 def step(model: nn.Module, inputs: Inputs) -> Work:
     """FLOP, kernels and module calls of one training step (forward and backward) of ``model``
-    on the batch ``inputs``."""
-    return _count(model, inputs, backward=True)
+    on the batch ``inputs``; ``params``, the parameter tensors its optimiser updates, and
+    ``fixed``, the step's fixed part (``step_fixed_seconds``)."""
+    params = float(sum(1 for p in model.parameters() if p.requires_grad))
+    work = _count(model, inputs, backward=True)
+    return replace(work, params=params, fixed=step_fixed_seconds(params))
+
+
+def update_kernels(params: float) -> float:
+    """Kernel launches of one optimiser update of ``params`` parameter tensors on CUDA
+    (``OPTIMIZER_FOREACH_OPS`` foreach operations, one launch per ``FOREACH_TENSORS``)."""
+    return OPTIMIZER_FOREACH_OPS * math.ceil(params / FOREACH_TENSORS) if params > 0 else 0.0
+
+
+def step_fixed_seconds(params: float) -> float:
+    """The fixed part of a training step whose optimiser updates ``params`` parameter tensors:
+    the Trainer's work (``TRAINER_STEP_OPS``) and the update's launches (``update_kernels``), at
+    ``KERNEL_SECONDS`` each; 0 for work that updates nothing."""
+    return (TRAINER_STEP_OPS + update_kernels(params)) * KERNEL_SECONDS if params > 0 else 0.0
 
 
 def forward(model: nn.Module, inputs: Inputs) -> Work:

@@ -292,7 +292,8 @@ def _reconstruction(model: VAE, data: GroundTruthData, cfg: Config, ctx: RunCont
 def panel_codes(
     item: str, rep, env: Env, pgms: PGMs, ctx: RunContext, key: str
 ) -> tuple[Tensor, Tensor]:
-    """Embeddings of the context (P, 8, D) and candidate (P, 6, D) panels of ``pgms``."""
+    """Embeddings of the context (P, 8, D) and candidate (P, 6, D) panels of ``pgms``; a
+    VAE's panels are made on ``ctx.device``, where it encodes them (``render_pgms``)."""
     if item == GROUND_TRUTH_ID:  # the study's "values" embedding of the factors
         sizes = env.pgm.factor_sizes
         ctx_e, ans_e = range_embed(pgms.context, sizes), range_embed(pgms.answers, sizes)
@@ -305,7 +306,7 @@ def panel_codes(
     rng = np.random.default_rng(derive_seed(ctx.seed, "panels", key))  # same panels for every model
     cs, ans = [], []
     for i in range(0, len(pgms), 256):
-        c_img, a_img = render_pgms(env.pgm, pgms[i : i + 256], rng)
+        c_img, a_img = render_pgms(env.pgm, pgms[i : i + 256], rng, ctx.device)
         n = len(c_img)
         codes = torch.as_tensor(
             rep(torch.cat([c_img.flatten(0, 1), a_img.flatten(0, 1)])), dtype=torch.float32

@@ -738,13 +738,15 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
 
 def _ggnn_step(net: nn.Module, x: Tensor, edges: tuple[Tensor, Tensor]) -> Any:
     """FLOP and kernels (``paperzoo.utils.work.Work``) of a GG-NN training step on real (small)
-    tensors: its sparse sums over edges need real indices, so this one is not counted on the
-    meta device."""
+    tensors, with its optimiser update's fixed part: its sparse sums over edges need real
+    indices, so this one is not counted on the meta device."""
     from paperzoo.utils.flops import count_work
-    from paperzoo.utils.work import Work
+    from paperzoo.utils.work import Work, step_fixed_seconds
 
     def run() -> None:
         out = net(x, edges[0], edges[1])
         out.float().sum().backward()
 
-    return Work(*map(float, count_work(run)))
+    params = float(sum(1 for p in net.parameters() if p.requires_grad))
+    flop, kernels = map(float, count_work(run))
+    return Work(flop, kernels, params=params, fixed=step_fixed_seconds(params))

@@ -350,9 +350,12 @@ class PerceiverExperiment(Experiment):
             normalized=False,  # uint8 through the loader; normalised on the device
         )
         on_cuda = torch.device(ctx.device).type == "cuda"
+        # --max-steps N: the models train on the same first N batches, made once
+        capped = budget.active()
         source = ImageNetTrainSource(
             train, batch_size=batch, seed=ctx.seed, transform=transform, workers=cfg.workers,
             prefetch=cfg.prefetch, pin_memory=on_cuda,
+            keep=capped.max_steps if capped is not None else 0,
         )  # fmt: skip
         # Epochs over the declared size of stand-in files (paperzoo.data.declared), else over
         # the files: the batches cycle over the files either way.
@@ -617,7 +620,7 @@ def _full_cost(cfg: Any, plan: list[tuple[str, int]]) -> tuple[list[Any], str]:
         # batch-norm batches
         chunk = cfg.micro_batch if name.startswith("perceiver") else cfg.resnet_bn_batch
         chunk = chunk or cfg.batch_size
-        f = step(net, (chunk, 3, s, s)) * cfg.batch_size / chunk
+        f = step(net, (chunk, 3, s, s)) * (cfg.batch_size / chunk)  # one update per step
         f = f.with_host(loader=cfg.batch_size * train_s / workers)
         pieces.append(Piece(f"{name} training", f, steps))
         per = forward(net, (cfg.micro_batch, 3, s, s)) / cfg.micro_batch
