@@ -192,7 +192,7 @@ SURFACE = {
         },
     },
     "Work": {
-        "fields": ["flop", "kernels", "modules", "host", "loader"],
+        "fields": ["flop", "kernels", "modules", "host", "loader", "params", "fixed"],
         "members": {
             "bound": "property",
             "flop_seconds": "property",
