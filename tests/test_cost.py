@@ -17,13 +17,14 @@ from paperzoo.cost import (
     PRICE_PARTS,
     cached_costs,
     config_digest,
+    cost_file,
     full_cost,
     gpu_check_limit,
     hook_seconds,
     paper_cost,
     price_parts,
 )
-from paperzoo.experiments import EXPERIMENTS
+from paperzoo.experiments import EXPERIMENTS, get_experiment
 from paperzoo.utils.work import (
     BOUNDS,
     FOREACH_TENSORS,
@@ -42,22 +43,22 @@ from paperzoo.utils.work import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
 
 
-def test_the_project_papers_have_stored_costs_counted_at_their_current_config():
-    """tools/count_costs.py must be rerun when a full config or plan changes. The project's own
-    papers (those with their docs/NAME.md) have a stored count; another registered paper (a
-    module just added) is priced by counting it when listed (``paper_cost``)."""
+def test_stored_costs_are_counted_at_the_papers_current_config():
+    """A stored count (full_cost.json beside the paper, built in or a plugin's) must be recounted
+    (tools/count_costs.py) when the paper's full config or plan changes. paperzoo's own papers
+    each have one; a paper without one is priced by counting it when listed (``paper_cost``)."""
     costs = cached_costs()
-    assert set(costs) <= set(EXPERIMENTS.names()), "an entry for a paper that is not registered"
-    own = [n for n in EXPERIMENTS.names() if (DOCS / f"{n}.md").exists()]
+    own = [
+        n for n in EXPERIMENTS.names() if type(get_experiment(n)).__module__.startswith("paperzoo.")
+    ]
     missing = [n for n in own if n not in costs]
     assert not missing, f"no stored full-run cost for {missing}: run tools/count_costs.py"
     for name, c in costs.items():
         assert c["flop"] > 0 and c["gpu_hours"] > 0, name
         assert c["config_sha256"] == config_digest(name), (
-            f"{name}: full_costs.json is out of date; run tools/count_costs.py {name}"
+            f"{name}: {cost_file(name)} is out of date; run tools/count_costs.py {name}"
         )
         _check_consistent(name, c)
 
@@ -401,3 +402,47 @@ def test_a_full_max_steps_run_prints_its_measure_beside_the_price():
     assert _priced_line(r) is None
     r.overrides, r.scale = {}, "quick"
     assert _priced_line(r) is None
+
+
+def test_a_stored_count_of_another_paper_or_unreadable_is_not_used(monkeypatch, tmp_path, caplog):
+    """A full_cost.json that is not this paper's count (copied with a package renamed, or
+    corrupt) is not taken for the paper's price: one warning line, and the paper is counted."""
+    import paperzoo.cost as cost
+
+    path = tmp_path / "full_cost.json"
+    monkeypatch.setattr(cost, "cost_file", lambda name: path)
+    path.write_text(json.dumps({"schema": cost.COST_SCHEMA, "paper": "gat", "cost": {"flop": 1}}))
+    assert cost.stored_cost("gat") == {"flop": 1}
+    with caplog.at_level("WARNING", logger="paperzoo.cost"):
+        assert cost.stored_cost("gat-copy") is None
+        path.write_text("{ not json")
+        assert cost.stored_cost("gat") is None
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and "not a paperzoo.full_cost/1 count of paper 'gat-copy'" in lines[0]
+    assert "unreadable" in lines[1] and all(str(path) in line for line in lines)
+
+
+def test_store_cost_writes_the_count_beside_the_paper_and_reads_it_back(monkeypatch, tmp_path):
+    import paperzoo.cost as cost
+
+    path = tmp_path / "pkg" / "full_cost.json"
+    path.parent.mkdir()
+    monkeypatch.setattr(cost, "cost_file", lambda name: path)
+    monkeypatch.setattr(cost, "full_cost", lambda name: {"flop": 2.0, "gpu_hours": 1.0})
+    monkeypatch.setattr(cost, "config_digest", lambda name: "d" * 64)
+    stored = cost.store_cost("my-paper")
+    assert stored == {"flop": 2.0, "gpu_hours": 1.0, "config_sha256": "d" * 64}
+    doc = json.loads(path.read_text())
+    assert doc == {"schema": cost.COST_SCHEMA, "paper": "my-paper", "cost": stored}
+    assert cost.stored_cost("my-paper") == stored
+    assert cost.paper_cost("my-paper") == stored | {"stored": True}
+    monkeypatch.setattr(cost, "config_digest", lambda name: "e" * 64)  # the config changed
+    assert cost.paper_cost("my-paper") == {"flop": 2.0, "gpu_hours": 1.0, "stored": False}
+
+
+def test_the_ten_store_their_counts_in_their_own_folders():
+    for name in EXPERIMENTS.names():
+        path = cost_file(name)
+        if type(get_experiment(name)).__module__.startswith("paperzoo.papers."):
+            assert path is not None and path.parent.parent.name == "papers", name
+            assert path.is_file(), f"{path}: run tools/count_costs.py {name}"

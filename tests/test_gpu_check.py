@@ -209,18 +209,17 @@ def test_each_paper_has_its_own_stated_limit_on_cuda(tmp_path: Path) -> None:
 def test_each_limit_is_derived_from_the_papers_counts() -> None:
     """Every registered paper's limit is ceil(plumbing + 1.5 x (setup + steps + loader)): its
     stated plumbing and setup, the check's 6 steps of each planned loop at the priced seconds of
-    one of its full run's steps (full_costs.json), and one loader warm-up (one worker's
+    one of its full run's steps (its stored count), and one loader warm-up (one worker's
     whole batch), recomputed here from the stored counts."""
-    import json
     import math
 
-    from paperzoo.cost import GPU_CHECK_STEPS, _full_plan
+    from paperzoo.cost import GPU_CHECK_STEPS, _full_plan, cached_costs
     from paperzoo.experiments import EXPERIMENTS
     from paperzoo.experiments.lookup import get_experiment
 
     limits = _limits()
     assert sorted(limits) == sorted(EXPERIMENTS.names())
-    counts = json.loads((ROOT / "src" / "paperzoo" / "full_costs.json").read_text())["papers"]
+    counts = cached_costs()
     for name, limit in limits.items():
         exp = get_experiment(name)
         cfg, plan = _full_plan(name)

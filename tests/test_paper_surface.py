@@ -214,6 +214,7 @@ SURFACE = {
     "seeded": "(seed: 'int') -> 'Iterator[None]'",
     "shard_slice": "(items: 'Sequence[T]', shard: 'tuple[int, int] | None') -> 'list[T]'",
     "step": "(model: 'nn.Module', inputs: 'Inputs') -> 'Work'",
+    "store_cost": "(name: 'str') -> 'dict[str, Any]'",
     "stratified_split": "(x: 'Tensor', y: 'Tensor', n_test_per_class: 'int', *, seed: 'int') -> 'tuple[Tensor, Tensor, Tensor, Tensor]'",
     "write_record": "(path: 'Path', record: 'dict[str, Any]', *, indent: 'int | None' = None) -> 'None'",
     "validation_split": "(labels: 'Tensor', n_val: 'int | None' = None, *, fraction: 'float | None' = None, generator: 'torch.Generator') -> 'tuple[Tensor, Tensor]'",

@@ -1,4 +1,5 @@
-"""Count every paper's full-run cost and store it in src/paperzoo/full_costs.json.
+"""Count every paper's full-run cost and store it beside the paper (``paperzoo.cost.store_cost``:
+``full_cost.json`` in the paper's folder, e.g. src/paperzoo/papers/resnet/full_cost.json).
 
     OMP_NUM_THREADS=1 .venv/bin/python tools/count_costs.py [NAME ...]
     .venv/bin/python tools/count_costs.py --table      # docs/cost.md's table, from the file
@@ -11,14 +12,12 @@ work is timed on this machine's CPU (at one thread): count on a quiet host.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 
-from paperzoo.cost import COSTS_FILE, cached_costs, config_digest, full_cost
+from paperzoo.cost import cached_costs, cost_file, store_cost
 from paperzoo.experiments import EXPERIMENTS
-from paperzoo.utils.io import atomic_write_text
 
 
 def table() -> str:
@@ -61,24 +60,20 @@ def main(argv: list[str]) -> int:
     if unknown:
         sys.stderr.write(f"count_costs: unknown paper(s) {', '.join(unknown)}\n")
         return 2
-    papers = cached_costs()
     for name in names:
         start = time.perf_counter()
         try:
-            counted = full_cost(name)
+            counted = store_cost(name)
         except KeyError as err:  # the paper declares no counter: reported, not stored
             logging.warning("%s: not counted (%s)", name, err.args[0])
             continue
-        papers[name] = counted | {"config_sha256": config_digest(name)}
         logging.info(
             "%s: %.3g FLOP, %.3g kernels per step, %.3g GPU-hours, bound by %s (FLOP and "
-            "launches alone: %.3g) (%.0f s)",
+            "launches alone: %.3g) (%.0f s); wrote %s",
             name, counted["flop"], counted["kernels_per_step"], counted["gpu_hours"],
             counted["bound"], counted["before_gpu_hours"], time.perf_counter() - start,
+            cost_file(name),
         )  # fmt: skip
-    doc = {"schema": "paperzoo.full_costs/2", "papers": dict(sorted(papers.items()))}
-    atomic_write_text(COSTS_FILE, json.dumps(doc, indent=1) + "\n")
-    logging.info("wrote %s", COSTS_FILE)
     return 0
 
 

@@ -66,7 +66,7 @@ def list_catalogue() -> dict[str, Any]:
 
 def full_cost_entry(cost: dict[str, Any]) -> dict[str, Any]:
     """``full_cost`` of ``paperzoo list --json`` from ``paper_cost``: the price and what it rests
-    on (``stored``: read from full_costs.json at the current config, else counted now)."""
+    on (``stored``: read from the paper's full_cost.json at the current config, else counted now)."""
     keys = (
         "flop", "gpu_hours", "before_gpu_hours", "flop_gpu_hours", "steps", "kernels_per_step",
         "host_seconds_per_step", "fixed_seconds_per_step", "kernel_seconds", "price_parts",

@@ -318,10 +318,11 @@ def _priced_line(result: Result) -> str | None:
     """A --max-steps run of the full config (no --set, the paper's data, the whole paper): its
     measured estimate beside the priced one (``paperzoo list --json``: ``full_cost``), labelled
     with the device it was measured on; None for any other run."""
-    from paperzoo.cost import cached_costs
+    from paperzoo.cost import stored_cost
+    from paperzoo.experiments import EXPERIMENTS
 
     est = result.partial.get("estimate_seconds") if result.partial else None
-    cost = cached_costs().get(result.paper)
+    cost = stored_cost(result.paper) if result.paper in EXPERIMENTS else None
     if result.scale != "full" or est is None or cost is None or result.part or result.shard:
         return None
     if result.overrides or not result.paper_setting:  # the price is of the paper's own config

@@ -43,17 +43,20 @@ more than one kernel, and the time when no bound holds alone; the host times are
 machine's, and a faster host takes less. ``before_gpu_hours`` is the price without host work
 (FLOP and launches alone), ``flop_gpu_hours`` the FLOP time alone.
 
-Counting takes minutes (both counters dispatch every operation through Python), so the catalogue
-reads the counts from ``full_costs.json`` next to this module, written by
-``tools/count_costs.py``; each entry holds a digest of the config and plan it was counted from
-(``config_sha256``). A paper without a current stored count is counted when it is listed
-(``paper_cost``), so a new paper is priced without a stored entry.
+Counting takes minutes (both counters dispatch every operation through Python), so each paper's
+count is stored beside it: ``full_cost.json`` in the folder of the module that defines its
+``Experiment`` class (``cost_file``; ``src/paperzoo/papers/NAME/full_cost.json`` for the ten, the
+same place in a researcher's package), written by ``store_cost`` (``tools/count_costs.py``); it
+holds a digest of the config and plan it was counted from (``config_sha256``). A paper without a
+current stored count is counted when it is listed (``paper_cost``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -72,17 +75,23 @@ from paperzoo.utils.work import (
 )
 
 __all__ = [
-    "COSTS_FILE",
+    "COST_FILE",
+    "COST_SCHEMA",
     "GPU_CHECK_STEPS",
     "PRICE_PARTS",
     "cached_costs",
     "config_digest",
+    "cost_file",
     "full_cost",
     "gpu_check_limit",
     "hook_seconds",
     "paper_cost",
     "price_parts",
+    "store_cost",
+    "stored_cost",
 ]
+
+log = logging.getLogger(__name__)
 
 GPU = "one H100 / H200-class GPU"
 # The margin on what a paper's make gpu-check run is derived to take on one GPU: for a host or
@@ -95,7 +104,8 @@ GPU_CHECK_MARGIN = 1.5
 GPU_CHECK_STEPS = 6
 
 
-COSTS_FILE = Path(__file__).with_name("full_costs.json")
+COST_FILE = "full_cost.json"  # a paper's stored count, beside the module defining its class
+COST_SCHEMA = "paperzoo.full_cost/1"
 # What a price's hours are spent on (``price_parts``): they add up to ``gpu_hours``.
 PRICE_PARTS = ("flop", "launches", "fixed_per_step", "host", "loader")
 
@@ -140,13 +150,62 @@ def config_digest(name: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cached_costs(path: Path = COSTS_FILE) -> dict[str, dict[str, Any]]:
-    """The stored ``full_cost`` of every paper (``tools/count_costs.py``), ``{}`` without the
-    file; each entry has ``config_sha256``, the ``config_digest`` it was counted at."""
+def cost_file(name: str) -> Path | None:
+    """Where paper ``name``'s count is stored: ``full_cost.json`` in the folder of the module
+    defining its ``Experiment`` class; None for a class with no source file."""
+    from paperzoo.experiments.lookup import get_experiment
+
     try:
-        return dict(json.loads(path.read_text())["papers"])
-    except FileNotFoundError:
-        return {}
+        source = inspect.getfile(type(get_experiment(name)))
+    except (TypeError, OSError):
+        return None
+    return Path(source).with_name(COST_FILE)
+
+
+def stored_cost(name: str) -> dict[str, Any] | None:
+    """Paper ``name``'s stored count (``store_cost``), None without one; it has
+    ``config_sha256``, the ``config_digest`` it was counted at. A file there that is not a count
+    of this paper (unreadable, another schema, another paper's: a package copied under a new
+    name) is not used: one warning line names it, and the paper is counted when listed."""
+    path = cost_file(name)
+    if path is None or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        problem = (
+            None
+            if doc.get("schema") == COST_SCHEMA and doc.get("paper") == name
+            else f"not a {COST_SCHEMA} count of paper {name!r}"
+        )
+    except (ValueError, AttributeError, OSError) as err:
+        problem = f"unreadable ({' '.join(str(err).split())})"
+    if problem is not None:
+        log.warning("%s: %s; not used (tools/count_costs.py %s stores one)", path, problem, name)
+        return None
+    return dict(doc["cost"])
+
+
+def cached_costs() -> dict[str, dict[str, Any]]:
+    """The stored count of every registered paper that has one (``stored_cost``), by name."""
+    from paperzoo.experiments.lookup import EXPERIMENTS
+
+    stored = {name: stored_cost(name) for name in EXPERIMENTS.names()}
+    return {name: cost for name, cost in stored.items() if cost is not None}
+
+
+def store_cost(name: str) -> dict[str, Any]:
+    """Count paper ``name``'s full run (``full_cost``) and store it beside the paper
+    (``cost_file``), written atomically with the digest of the config and plan it was counted
+    at; returns the stored count. ``KeyError`` when the paper declares no counter."""
+    from paperzoo.utils.io import atomic_write_text
+
+    path = cost_file(name)
+    if path is None:
+        raise ValueError(f"paper {name!r} has no source file to store its cost beside")
+    counted = full_cost(name) | {"config_sha256": config_digest(name)}
+    doc = {"schema": COST_SCHEMA, "paper": name, "cost": counted}
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    return counted
 
 
 def hook_seconds(calls: int = 256) -> float:
@@ -287,11 +346,11 @@ def basis(
     )
 
 
-def paper_cost(name: str, path: Path = COSTS_FILE) -> dict[str, Any] | None:
+def paper_cost(name: str) -> dict[str, Any] | None:
     """Paper ``name``'s price as the catalogue shows it: its stored count when that was made at
     the current full config and plan (``stored`` true), else counted now (``stored`` false:
     ``tools/count_costs.py NAME`` stores it); None when the paper declares no counter."""
-    entry = cached_costs(path).get(name)
+    entry = stored_cost(name)
     if entry is not None and entry.get("config_sha256") == config_digest(name):
         return entry | {"stored": True}
     try:
@@ -300,9 +359,7 @@ def paper_cost(name: str, path: Path = COSTS_FILE) -> dict[str, Any] | None:
         return None
 
 
-def gpu_check_limit(
-    name: str, steps: int = GPU_CHECK_STEPS, path: Path = COSTS_FILE
-) -> dict[str, Any]:
+def gpu_check_limit(name: str, steps: int = GPU_CHECK_STEPS) -> dict[str, Any]:
     """Paper ``name``'s limit in ``make gpu-check`` (its full config, ``steps`` steps per loop,
     on one GPU), derived from its ``Experiment.gpu_check`` and its stored count:
 
@@ -321,8 +378,9 @@ def gpu_check_limit(
     Args:
         name: a registered paper.
         steps: the check's steps per loop (tools/gpu_check.sh's STEPS).
-        path: the stored counts (``tools/count_costs.py``); a paper without one gets
-            ``steps_s = loader_s = 0`` and says so in ``basis``.
+
+    A paper without a stored count (``stored_cost``) gets ``steps_s = loader_s = 0`` and says so
+    in ``basis``.
 
     Returns:
         ``seconds`` (the limit), ``plumbing_s``, ``setup_s``, ``steps_s``, ``loader_s``,
@@ -334,7 +392,7 @@ def gpu_check_limit(
     check = exp.gpu_check
     cfg, plan = _full_plan(name)
     loops = len(plan)
-    entry = cached_costs(path).get(name)
+    entry = stored_cost(name)
     if entry is not None and entry["steps"] > 0:
         per_step = entry["gpu_hours"] * 3600 / entry["steps"]
         loader_per_step = sum(p["loader_seconds"] for p in entry["parts"]) / entry["steps"]

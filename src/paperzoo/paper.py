@@ -29,6 +29,7 @@ change only with a changelog entry.
 
 from __future__ import annotations
 
+from paperzoo.cost import store_cost
 from paperzoo.data.base import DataInfo, examples_sha256, stratified_split
 from paperzoo.data.splits import validation_split
 from paperzoo.engine import TrainConfig, Trainer, derive_seed, seeded
@@ -101,6 +102,7 @@ __all__ = [
     "seeded",
     "shard_slice",
     "step",
+    "store_cost",
     "stratified_split",
     "validation_split",
     "write_record",

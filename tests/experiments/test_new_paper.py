@@ -53,6 +53,8 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     renamed, n = re.subn(rf'\n    name = "{SOURCE}"', f'\n    name = "{NEW}"', module)
     assert n == 1, "the class's name line was not found"
     (package / "experiment.py").write_text(renamed)
+    stored = json.loads((package / "full_cost.json").read_text())  # the count travels, renamed
+    (package / "full_cost.json").write_text(json.dumps(stored | {"paper": NEW}))
     info = root / "gat_copy_paper-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gat-copy-paper\nVersion: 0.1\n")
@@ -91,8 +93,9 @@ def test_an_eleventh_paper_lists_runs_and_shows_in_the_summary(copy):
     assert listed.returncode == 0, listed.stderr
     papers = {p["name"]: p for p in json.loads(listed.stdout)["papers"]}
     assert NEW in papers and SOURCE in papers
-    # no stored count: counted as it is listed, the same work as the paper it copies
-    assert papers[NEW]["full_cost"]["stored"] is False and papers[SOURCE]["full_cost"]["stored"]
+    # its stored count travelled with the package (full_cost.json beside its module), current:
+    # the same work as the paper it copies
+    assert papers[NEW]["full_cost"]["stored"] and papers[SOURCE]["full_cost"]["stored"]
     assert papers[NEW]["full_cost"]["flop"] == papers[SOURCE]["full_cost"]["flop"]
     assert [c["id"] for c in papers[NEW]["claims"]] == [c["id"] for c in papers[SOURCE]["claims"]]
     text = _run(copy, "-m", "paperzoo", "list")

@@ -93,9 +93,9 @@ def estimate(name: str, scale: str, *, on_gpu: bool, shards: int, gpus: int) -> 
         return QUICK_S
     if not on_gpu:
         return None
-    from paperzoo.cost import cached_costs
+    from paperzoo.cost import stored_cost
 
-    cost = cached_costs().get(name)
+    cost = stored_cost(name)
     if cost is None:
         return None
     return float(cost["gpu_hours"]) * 3600.0 / max(1, shards) / max(1, gpus)
