@@ -1,4 +1,5 @@
-"""Sizes that stand-in files declare: a data set's planned steps on files that stand for it.
+"""Data set sizes: the training examples of each data set's standard files (``train_size``), and
+the sizes stand-in files declare (a data set's planned steps on files that stand for it).
 
 Synthetic files in a real data set's layout (``tools/synth_data.py``, for a GPU check of a full
 config) may hold fewer examples than the data set they stand for (ImageNet: 2 training images a
@@ -22,9 +23,22 @@ from pathlib import Path
 from paperzoo.data.base import DataError
 from paperzoo.utils.io import atomic_write_text
 
-__all__ = ["DECLARED_SIZES", "declared_size", "declare_sizes"]
+__all__ = ["DECLARED_SIZES", "TRAIN_SIZES", "declare_sizes", "declared_size", "train_size"]
 
 DECLARED_SIZES = "declared_sizes.json"
+
+# Training examples in each data set's standard files, for the ``Experiment.plan`` of experiments
+# whose step counts follow from the data (files of another size change the real count).
+TRAIN_SIZES = {
+    "digits": 1_437, "mnist5k": 4_000, "mnist": 60_000, "fashion-mnist": 60_000,
+    "cifar10": 50_000, "cifar100": 50_000, "svhn": 73_257,
+}  # fmt: skip
+
+
+def train_size(dataset: str, n_train: int | None = None) -> int:
+    """Training examples of ``dataset``'s standard files, at most ``n_train`` (None: all)."""
+    n = TRAIN_SIZES[dataset]
+    return n if n_train is None else min(n, n_train)
 
 
 def declare_sizes(folder: str | Path, stands_for: str, sizes: dict[str, int]) -> Path:

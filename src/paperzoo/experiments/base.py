@@ -36,19 +36,6 @@ _T = TypeVar("_T")
 
 CLAIM_KINDS = ("finding", "check")
 
-# Training examples in each data set's standard files, for the ``Experiment.plan`` of experiments
-# whose step counts follow from the data (files of another size change the real count).
-TRAIN_SIZES = {
-    "digits": 1_437, "mnist5k": 4_000, "mnist": 60_000, "fashion-mnist": 60_000,
-    "cifar10": 50_000, "cifar100": 50_000, "svhn": 73_257,
-}  # fmt: skip
-
-
-def train_size(dataset: str, n_train: int | None = None) -> int:
-    """Training examples of ``dataset``'s standard files, at most ``n_train`` (None: all)."""
-    n = TRAIN_SIZES[dataset]
-    return n if n_train is None else min(n, n_train)
-
 
 def check_selection_run(
     models: Sequence[str] | None, known: Sequence[str], n_val: int | None

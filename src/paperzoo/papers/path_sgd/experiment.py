@@ -33,6 +33,7 @@ import torch
 from matplotlib.figure import Figure
 
 from paperzoo.data import layouts, load_dataset
+from paperzoo.data.declared import train_size
 from paperzoo.engine import budget, seeded
 from paperzoo.experiments.base import (
     Experiment,
@@ -40,7 +41,6 @@ from paperzoo.experiments.base import (
     NotRun,
     Outcome,
     RunContext,
-    train_size,
 )
 from paperzoo.papers.path_sgd.config import (
     CLAIMS,

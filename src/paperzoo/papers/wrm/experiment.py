@@ -58,13 +58,13 @@ from types import MappingProxyType
 from typing import Any
 
 from paperzoo.data.base import DataInfo, load_dataset
+from paperzoo.data.declared import train_size
 from paperzoo.experiments.base import (
     Experiment,
     GpuCheck,
     NotRun,
     Outcome,
     RunContext,
-    train_size,
 )
 from paperzoo.papers.wrm.config import CLAIMS, CONFIGS, Config, mnist_steps
 
