@@ -9,15 +9,24 @@ not when paperzoo is imported, and a paper's module is imported then, once.
 
 from __future__ import annotations
 
+import logging
+
 from paperzoo.experiments.base import Experiment
 from paperzoo.experiments.plugins import PluginError, load_plugins, recorded_errors
 from paperzoo.registry import Registry
 
 __all__ = ["EXPERIMENTS", "get_experiment", "plugin_errors"]
 
+log = logging.getLogger(__name__)
+
 
 def _load_papers() -> None:
     load_plugins(EXPERIMENTS)
+    if not any(EXPERIMENTS.get(n).__module__.startswith("paperzoo.") for n in EXPERIMENTS.names()):
+        log.warning(
+            "paperzoo's own papers are not declared here: they are entry points of the installed "
+            "paperzoo distribution (pip install -e . in a checkout, not PYTHONPATH=src alone)"
+        )
 
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment", populate=_load_papers)
