@@ -70,7 +70,8 @@ $(BIN)/.docs: $(BIN)/.installed
 	touch $@
 
 # The API reference: one HTML page per module of the library (build/api/paperzoo/nn.html, ...),
-# from the docstrings; the reproductions (paperzoo.experiments, the CLI, reports) are left out.
+# from the docstrings; the reproductions (paperzoo.papers, paperzoo.experiments, the CLI, reports)
+# are left out.
 API_MODULES := paperzoo paperzoo.nn paperzoo.models paperzoo.optim paperzoo.adversarial \
 	paperzoo.adversarial.attacks paperzoo.adversarial.defenses paperzoo.metrics \
 	paperzoo.metrics.disentanglement paperzoo.data paperzoo.data.ground_truth paperzoo.engine \
@@ -80,7 +81,7 @@ docs: $(BIN)/.docs
 	$(BIN)/pdoc --docformat google --no-search -o build/api $(API_MODULES) \
 		'!paperzoo.experiments' '!paperzoo.verdict' '!paperzoo.cli' '!paperzoo.bench' \
 		'!paperzoo.catalogue' '!paperzoo.cost' '!paperzoo.provenance' '!paperzoo.report' \
-		'!paperzoo.summary' '!paperzoo.scaffold'
+		'!paperzoo.summary' '!paperzoo.scaffold' '!paperzoo.papers'
 
 $(BIN)/.bench: $(BIN)/.installed
 	$(BIN)/python -m pip install -q -e '.[bench]'
