@@ -34,8 +34,8 @@ def test_wren_fed_from_the_device_equals_the_host_path(
     rep = training._vae_representation(vae, on_host=False)
 
     def run(out: str) -> tuple[tuple[torch.Tensor, torch.Tensor], dict]:
-        codes = training._panel_codes("vae", rep, env, env.test_pgms, smoke_ctx, "test")
-        return codes, training._train_wren("vae", rep, cfg, smoke_ctx, env, tmp_path / out)
+        codes = training.panel_codes("vae", rep, env, env.test_pgms, smoke_ctx, "test")
+        return codes, training.train_wren("vae", rep, cfg, smoke_ctx, env, tmp_path / out)
 
     codes, record = run("device")
     monkeypatch.setattr(training, "render_pgms", _host_render)

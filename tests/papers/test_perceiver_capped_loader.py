@@ -13,7 +13,7 @@ from paperzoo.engine import budget
 from paperzoo.experiments import RunContext
 from paperzoo.experiments.lookup import get_experiment
 from paperzoo.experiments.runner import resolve_config
-from paperzoo.papers.perceiver import experiment as perceiver
+from paperzoo.papers.perceiver import training as perceiver_training
 
 
 class _Trained:
@@ -36,7 +36,9 @@ def test_the_three_models_share_one_loader_start_under_max_steps(
     cfg = replace(resolve_config("perceiver", "full"), workers=2)
     keys = ("perceiver_raster", "resnet50_raster", "resnet50_permuted")
     monkeypatch.setattr(
-        perceiver, "build_imagenet_models", lambda *a, **k: {k_: nn.Linear(1, 1) for k_ in keys}
+        perceiver_training,
+        "build_imagenet_models",
+        lambda *a, **k: {k_: nn.Linear(1, 1) for k_ in keys},
     )
     trained: list[tuple[str, list[torch.Tensor]]] = []
     seen = {}
@@ -49,7 +51,7 @@ def test_the_three_models_share_one_loader_start_under_max_steps(
             raise _Stop
         return _Trained()
 
-    monkeypatch.setattr(perceiver, "fit_imagenet", fit)
+    monkeypatch.setattr(perceiver_training, "fit_imagenet", fit)  # imported by the run
     ctx = RunContext(scale="full", seed=0, data_root=root, dataset="imagenet", out_dir=tmp_path)
     with budget.capped(budget.StepBudget(2)), pytest.raises(_Stop):
         get_experiment("perceiver")._run_imagenet(cfg, ctx)
