@@ -252,8 +252,9 @@ def test_every_paper_declares_a_cuda_precision():
     for name in PAPERS:
         exp = get_experiment(name)
         assert exp.cuda_precision in num_precision.PRECISIONS, name
-        doc = Path(__file__).resolve().parents[2] / "docs" / f"{name}.md"
-        assert "Precision on CUDA" in doc.read_text(), f"{doc} gives no reason for its default"
+        if type(exp).__module__.startswith("paperzoo."):  # a plugin's page is in its own repo
+            doc = Path(__file__).resolve().parents[2] / "docs" / f"{name}.md"
+            assert "Precision on CUDA" in doc.read_text(), f"{doc} gives no reason for its default"
 
 
 @pytest.mark.parametrize("name", PAPERS)
