@@ -6,9 +6,10 @@ object is its ``paperzoo.paper.Experiment`` subclass::
     [project.entry-points."paperzoo.papers"]
     my-paper = "my_paper.paper:MyPaper"
 
-On the first look-up in ``EXPERIMENTS`` every such paper is checked (``paper_problem``) and
-registered beside the ten built in; ``paperzoo list``, ``config``, ``reproduce``, ``merge``,
-and ``summary`` then treat it as one of them. A paper that cannot be
+paperzoo's own pyproject.toml declares its ten papers the same way. On the first look-up in
+``EXPERIMENTS`` (``paperzoo.experiments.lookup``) every declared paper is checked
+(``paper_problem``) and registered; ``paperzoo list``, ``config``, ``reproduce``, ``merge`` and
+``summary`` treat them all alike. A paper of another package that cannot be
 loaded (an import error, a name already taken, a claim without a target, ...) is left out with
 one warning line naming its package and what is wrong (``PluginError``), and the rest still
 work. paperzoo's own papers (entry points into ``paperzoo.``) are not left out: an error loading
