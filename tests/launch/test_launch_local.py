@@ -17,6 +17,8 @@ from paperzoo.launch import launching, status
 from paperzoo.launch.plan import PaperPlan, Resources
 from paperzoo.launch.state import LaunchState, read_events, write_event
 
+# Every run is at --threads 1 (in this process and in the cells) whatever the caller's count.
+pytestmark = pytest.mark.fixed_threads
 RUN = ["--scale", "smoke", "--threads", "1", "--quiet"]
 
 

@@ -34,7 +34,11 @@ def _slurm_answers() -> bool:
     return proc.returncode == 0 and bool(proc.stdout.strip())
 
 
-pytestmark = pytest.mark.skipif(not _slurm_answers(), reason="no Slurm cluster answers here")
+# Every run is at --threads 1 (in this process and in the jobs) whatever the caller's count.
+pytestmark = [
+    pytest.mark.skipif(not _slurm_answers(), reason="no Slurm cluster answers here"),
+    pytest.mark.fixed_threads,
+]
 
 RUN = ["--scale", "smoke", "--threads", "1", "--quiet"]
 SLURM = ["--executor", "slurm", "--slurm-opt", "cpus-per-task=1"]
