@@ -13,7 +13,6 @@ import dataclasses
 import importlib.util
 import json
 import shutil
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -49,6 +48,27 @@ def _trainer(steps: int, out: Path | None = None, loss_fn=None, **kw) -> Trainer
 
 
 DATA = (torch.randn(32, 2),)
+
+
+class VirtualClock:
+    """The budget's clock, moved only by ``sleep``: the timings a test asserts are exact, not
+    the host's (a loaded CI machine's milliseconds of real work count as zero)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
+    fake = VirtualClock()
+    monkeypatch.setattr(budget, "time", fake)
+    return fake
 
 
 # -- the engine -------------------------------------------------------------------------------
@@ -158,28 +178,30 @@ def test_a_run_that_diverges_at_once_still_has_an_estimate():
     assert b.summary(wall_seconds=1.0)["estimate_seconds"] is not None
 
 
-def test_a_first_use_cost_of_the_first_repetition_counts_once():
+def test_a_first_use_cost_of_the_first_repetition_counts_once(clock):
     # e.g. a lazy import the first model pays (torch's optimizers import torch._dynamo when the
     # first one is built): the full run pays it once, not once per model
     with budget.capped(budget.StepBudget(2)) as b:
         for i in budget.loop(10, "models", kind="repeat"):
             if i == 0:
-                time.sleep(0.2)
-            list(budget.loop(100, "steps"))
+                clock.sleep(0.2)
+            for _ in budget.loop(100, "steps"):
+                clock.sleep(0.001)
     (models,) = b.root.children
-    est = models.estimate()
-    assert est is not None and 0.2 <= est < 0.3  # (scaled by 10 / 2 it would be 1 s and more)
-    assert models.to_dict()["first_seconds"] >= 0.2
+    # the first model's 0.2 s once, then 10 models x 100 steps of 1 ms (scaled by 10 / 2 the
+    # first use would count 1 s)
+    assert models.estimate() == pytest.approx(0.2 + 10 * 100 * 0.001)
+    assert models.to_dict()["first_seconds"] == pytest.approx(0.2 + 100 * 0.001)
 
 
-def test_sync_points_and_the_first_record_are_timed_apart(tmp_path, monkeypatch):
+def test_sync_points_and_the_first_record_are_timed_apart(tmp_path, monkeypatch, clock):
     # The first record pays first-use costs (files and writers opened, e.g. TensorBoard's
     # import): the warm-up counts it once; every later sync point counts at its own cost.
     written: list[int] = []
     log_record = Trainer._log
 
     def slow_log(self: Trainer, record: dict[str, float]) -> None:
-        time.sleep(0.3 if not written else 0.002)
+        clock.sleep(0.3 if not written else 0.002)
         written.append(int(record["step"]))
         log_record(self, record)
 
@@ -189,12 +211,12 @@ def test_sync_points_and_the_first_record_are_timed_apart(tmp_path, monkeypatch)
     with budget.capped(budget.StepBudget(2)) as b:
         t.fit(DATA)
     (loop,) = b.root.children
-    est = loop.estimate()
-    # warm-up + 999 steps of microseconds + 20 records of 2 ms, not 1000 x the first record
-    assert est is not None and 0.3 <= est < 2.0
+    # the warm-up (its first record's 0.3 s) + 999 steps of no (virtual) time + 20 records of
+    # 2 ms, not 1000 x the first record
+    assert loop.estimate() == pytest.approx(0.3 + 20 * 0.002)
     assert written == [1, 2]  # a capped run also logs its first (warm-up) step
     assert (loop.points, loop.planned_points) == (1, 20)
-    assert loop.warmup_seconds >= 0.3 and 0.002 <= loop.point_cost() < 0.1
+    assert loop.warmup_seconds == pytest.approx(0.3) and loop.point_cost() == pytest.approx(0.002)
 
 
 def test_the_perceivers_plan_on_synthetic_imagenet_has_the_papers_steps(tmp_path):
