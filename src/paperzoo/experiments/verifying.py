@@ -10,13 +10,18 @@ recomputed values are compared with the stored ones, value by value, for each se
 an aggregate over seeds (its per-seed values against its seed runs' recomputed ones); the
 verdicts and means are functions of those values (``paperzoo summary`` re-judges them).
 
-The outcome is recorded in ``DIR/verify.json`` with the SHA-256 of the ``results.json`` it
-checked; ``verification_flag`` turns it into the mark ``paperzoo summary`` shows for a run never
-verified (or changed since), or one that failed.
+The outcome is recorded in ``DIR/verify.json`` with ``stored_values_sha256`` of the
+``results.json`` it checked: a digest of what the weights stand behind (each claim's per-seed
+values, the run's seeds, part, config and code identity), not of the verdicts, intervals and
+targets judged from them, so a re-decision (``paperzoo summary`` re-judging under the code's
+targets) keeps a verification and an edited value loses it. ``verification_flag`` turns the
+record into the mark ``paperzoo summary`` shows for a run never verified (or whose values changed
+since), or one that failed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -30,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paperzoo.utils.io import atomic_write_text, sha256_file
+from paperzoo.utils.io import atomic_write_text
 
 if TYPE_CHECKING:
     from paperzoo.experiments.request import RunRequest
@@ -44,6 +49,9 @@ VERIFY_RECORD = "verify.json"
 REL_TOL = 1e-6
 # What a copy of a run directory leaves out: what the run wrote from its numbers, and this tool's.
 _NOT_COPIED = ("results.json", "report.md", "figures", VERIFY_RECORD, "sessions.json", "log.txt")
+# The fields of results.json a verification stands behind, beside each claim's per-seed values.
+_VERIFIED_FIELDS = ("paper", "scale", "seeds", "seed", "part", "shard", "config", "overrides",
+                    "commit", "source_sha256")  # fmt: skip
 
 
 class VerifyInputError(ValueError):
@@ -257,12 +265,30 @@ def verify_dir(directory: Path, request_of: Callable[[str], RunRequest]) -> Veri
     return outcome
 
 
+def stored_values_sha256(results_json: Path) -> str:
+    """SHA-256 of what a verification of ``results_json`` checks: every claim's id and per-seed
+    values and the run's identity (``_VERIFIED_FIELDS``), as canonical JSON. The verdicts,
+    intervals, targets and headlines judged from them are left out.
+
+    Raises:
+        OSError, ValueError: the file cannot be read or is not a results.json object.
+    """
+    data = json.loads(results_json.read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ValueError(f"{results_json} is not a paperzoo results.json")
+    stored = {k: data.get(k) for k in _VERIFIED_FIELDS}
+    claims = [[str(c.get("id")), c.get("per_seed")] for c in data["claims"] if isinstance(c, dict)]
+    stored["claims"] = sorted(claims, key=lambda c: c[0])
+    canonical = json.dumps(stored, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def _record(directory: Path, outcome: Verification) -> None:
     from paperzoo.provenance import code_identity
 
     record = {
         "passed": outcome.passed,
-        "results_sha256": sha256_file(directory / "results.json"),
+        "stored_values_sha256": stored_values_sha256(directory / "results.json"),
         "compared": outcome.compared,
         "differences": [d.line() for d in outcome.differences],
         "commit": code_identity().get("commit"),
@@ -275,15 +301,16 @@ def _record(directory: Path, outcome: Verification) -> None:
 
 def verification_flag(directory: Path | None) -> str | None:
     """The mark ``paperzoo summary`` shows for the run in ``directory``: None when its stored
-    values passed ``paperzoo verify`` and results.json is unchanged since; else why not."""
+    values passed ``paperzoo verify`` and are unchanged since (a re-decision changes none of
+    them); else why not."""
     if directory is None:
         return None
     try:
         record = json.loads((directory / VERIFY_RECORD).read_text())
-        current = sha256_file(directory / "results.json")
+        current = stored_values_sha256(directory / "results.json")
     except (OSError, ValueError):
         record, current = None, None
-    if not isinstance(record, dict) or record.get("results_sha256") != current:
+    if not isinstance(record, dict) or record.get("stored_values_sha256") != current:
         return "stored values never verified against the weights (paperzoo verify)"
     if not record.get("passed"):
         n = len(record.get("differences") or [])
