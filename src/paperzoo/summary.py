@@ -199,9 +199,10 @@ def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
     return text if why is None else f"{text} (not counted: {why})"
 
 
-def _md_verdict(c: ClaimResult, run: _Run, notes: dict[str, int]) -> str:
-    """A verdict cell of a Markdown findings table: why a finding does not count is written once
-    under the table (``notes``: reason -> its number, added to here) and named by its number."""
+def _noted_verdict(c: ClaimResult, run: _Run, notes: dict[str, int]) -> str:
+    """A verdict cell of a findings table (Markdown or HTML): why a finding does not count is
+    written once under the table (``notes``: reason -> its number, added to here) and named by
+    its number."""
     why = run.count.why_not_counted(c.id)
     if why is None or c.verdict == "reported":
         return _verdict_text(c, run)
@@ -209,7 +210,7 @@ def _md_verdict(c: ClaimResult, run: _Run, notes: dict[str, int]) -> str:
     return f"{_verdict_text(c)} (not counted: note {n})"
 
 
-def _verdict_class(c: ClaimResult, run: _Run | None = None) -> str:
+def _verdict_class(c: ClaimResult) -> str:
     return _VERDICT_CLASS[c.verdict]
 
 
@@ -459,7 +460,7 @@ def render_summary_markdown(
                 if c is None:
                     row += " — | — | — |"
                 else:
-                    verdict = _md_cell(_md_verdict(c, run, notes))
+                    verdict = _md_cell(_noted_verdict(c, run, notes))
                     row += f" {_spread(c)} | {_md_cell(c.target)} | {verdict} |"
             lines.append(row)
         if notes:
@@ -521,11 +522,11 @@ td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
 """
 
 
-def _v(c: ClaimResult, run: _Run | None = None) -> str:
+def _v(c: ClaimResult, text: str) -> str:
     title = ", ".join(_num(v) for v in c.per_seed)
     return (
-        f"<span class='v {_verdict_class(c, run)}' title='per seed: {escape(title)}'>"
-        f"{escape(_verdict_text(c, run))}</span>"
+        f"<span class='v {_verdict_class(c)}' title='per seed: {escape(title)}'>"
+        f"{escape(text)}</span>"
     )
 
 
@@ -604,6 +605,7 @@ def _html_findings(paper: _Paper) -> str:
         "</tr><tr>" + "<th>ours (mean [interval])</th><th>target</th><th>verdict</th>" * len(runs)
     )
     out.append("</tr>")
+    notes: dict[str, int] = {}  # why a finding that holds does not count -> its note number
     for cid, statement, number, cells in rows:
         row = (
             f"<tr><td class='claim'><code>{escape(cid)}</code><br><span>{escape(statement)}"
@@ -616,10 +618,15 @@ def _html_findings(paper: _Paper) -> str:
             else:
                 row += (
                     f"<td class='num'>{escape(_spread(c))}</td><td class='num'>"
-                    f"{escape(c.target)}</td><td{cls}>{_v(c, run)}</td>"
+                    f"{escape(c.target)}</td><td{cls}>{_v(c, _noted_verdict(c, run, notes))}</td>"
                 )
         out.append(row + "</tr>")
     out.append("</table>")
+    if notes:
+        out.append("<p>Why a finding above that holds is not counted:</p>")
+        out.append("<ul>")
+        out += [f"<li>note {n}: {escape(why)}</li>" for why, n in notes.items()]
+        out.append("</ul>")
     if diagnoses := _diagnoses(paper):
         out.append("<p>Why a finding does not reproduce (the experiment is on the page named):</p>")
         out.append("<ul>")

@@ -373,6 +373,10 @@ def test_an_unverified_paper_number_does_not_count_at_full(monkeypatch) -> None:
     assert "holds (4 seeds) (not counted: note 1)" in md
     assert md.count("not in the paper's text") == 1
     assert "- note 1: paper number unverified: not in the paper's text" in md
+    page = render_summary_html([full])  # the same on the HTML page
+    assert "holds (4 seeds) (not counted: note 1)</span>" in page
+    assert page.count("not in the paper&#x27;s text") == 1
+    assert "<li>note 1: paper number unverified: not in the paper&#x27;s text</li>" in page
 
 
 def test_a_run_of_a_config_the_code_no_longer_declares_does_not_count() -> None:
