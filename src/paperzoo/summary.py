@@ -191,12 +191,10 @@ def _spread(c: ClaimResult) -> str:
     return f"{_num(c.mean)} ± {_num(c.std)}"
 
 
-def _verdict_text(c: ClaimResult, run: _Run | None = None) -> str:
-    why = run.count.why_not_counted(c.id) if run is not None else None
+def _verdict_text(c: ClaimResult) -> str:
     if c.verdict == "reported":
         return "reported"
-    text = f"{c.verdict_text} ({len(c.per_seed)} seed{'s' if len(c.per_seed) != 1 else ''})"
-    return text if why is None else f"{text} (not counted: {why})"
+    return f"{c.verdict_text} ({len(c.per_seed)} seed{'s' if len(c.per_seed) != 1 else ''})"
 
 
 def _noted_verdict(c: ClaimResult, run: _Run, notes: dict[str, int]) -> str:
@@ -205,13 +203,9 @@ def _noted_verdict(c: ClaimResult, run: _Run, notes: dict[str, int]) -> str:
     its number."""
     why = run.count.why_not_counted(c.id)
     if why is None or c.verdict == "reported":
-        return _verdict_text(c, run)
+        return _verdict_text(c)
     n = notes.setdefault(why, len(notes) + 1)
     return f"{_verdict_text(c)} (not counted: note {n})"
-
-
-def _verdict_class(c: ClaimResult) -> str:
-    return _VERDICT_CLASS[c.verdict]
 
 
 def _link(path: Path, base: Path | None) -> str:
@@ -525,7 +519,7 @@ td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
 def _v(c: ClaimResult, text: str) -> str:
     title = ", ".join(_num(v) for v in c.per_seed)
     return (
-        f"<span class='v {_verdict_class(c)}' title='per seed: {escape(title)}'>"
+        f"<span class='v {_VERDICT_CLASS[c.verdict]}' title='per seed: {escape(title)}'>"
         f"{escape(text)}</span>"
     )
 
