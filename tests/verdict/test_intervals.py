@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import mpmath
 import numpy as np
 import pytest
 from scipy import stats
@@ -21,6 +22,7 @@ from paperzoo.verdict import (
     load_result,
     next_seeds,
 )
+from paperzoo.verdict.intervals import sample_std, t_quantile
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,6 +68,30 @@ def test_the_interval_is_students_t_at_the_declared_level() -> None:
     assert d.interval == pytest.approx((low, high))
     assert (d.n, d.level, d.method, d.look, d.of) == (4, LEVEL, "student-t", 1, "mean")
     assert decide(">= 0.95", [1.0] * 4).of == "fraction meeting the target"
+
+
+@pytest.mark.parametrize("p", [LEVEL, 0.975, 0.9, 0.6, 0.3, 0.01])
+def test_the_t_quantile_is_the_correctly_rounded_closed_form(p: float) -> None:
+    """Student's t has closed-form quantiles at 1 and 2 degrees of freedom: the computed ones
+    (Newton steps on the CDF) are those to the last bit; and a table value at 10 (2.228139 for
+    0.975)."""
+    with mpmath.workdps(40):  # the closed forms at 40 digits, rounded once
+        x = mpmath.mpf(p)
+        q1 = float(mpmath.tan(mpmath.pi * (x - 0.5)))
+        q2 = float((2 * x - 1) / mpmath.sqrt(2 * x * (1 - x)))
+    assert t_quantile(p, 1) == q1
+    assert t_quantile(p, 2) == q2
+    assert round(t_quantile(0.975, 10), 6) == 2.228139
+    assert t_quantile(p, 7) == pytest.approx(-t_quantile(1 - p, 7), rel=1e-14)
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        t_quantile(1.0, 3)
+
+
+def test_the_sample_std_is_the_exactly_summed_one() -> None:
+    xs = [0.1, 0.2, 0.30000000000000004, 1e-9, 0.7]
+    assert sample_std(xs) == pytest.approx(float(np.std(xs, ddof=1)), rel=1e-15)
+    assert sample_std([3.0]) == 0.0 and sample_std([]) == 0.0
+    assert ClaimResult("c", "c", None, xs, "> 0").std == sample_std(xs)
 
 
 def test_no_finding_holds_where_students_t_does_not_clear_its_target() -> None:

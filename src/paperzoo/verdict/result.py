@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paperzoo.verdict.intervals import LOOKS, SEED_RULE, Decision, decide
+from paperzoo.verdict.intervals import LOOKS, SEED_RULE, Decision, decide, sample_std
 from paperzoo.verdict.targets import (
     MIN_SEEDS_REPRODUCED,
     VALIDATION_SEEDS_FROM,
@@ -97,8 +97,7 @@ class ClaimResult:
     def std(self) -> float | None:
         if self.mean is None:
             return None
-        vals = [float(v) for v in self.per_seed]  # type: ignore[arg-type]
-        return statistics.stdev(vals) if len(vals) > 1 else 0.0
+        return sample_std([float(v) for v in self.per_seed])  # type: ignore[arg-type]
 
     @property
     def holds_on(self) -> int:
