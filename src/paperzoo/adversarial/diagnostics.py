@@ -26,13 +26,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
-from paperzoo.adversarial.attacks import FGSM, PGD, SPSA, Attack, RandomNoise
-from paperzoo.adversarial.attacks.base import eval_mode
+from paperzoo.adversarial.attacks.base import Attack, eval_mode
+
+if TYPE_CHECKING:
+    from paperzoo.adversarial.attacks.pgd import PGD
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +106,8 @@ def success_rate(model: nn.Module, x_adv: Tensor, y: Tensor, *, batch_size: int 
 
 
 def _pgd(model: nn.Module, eps: float, steps: int, restarts: int, g: torch.Generator) -> PGD:
+    from paperzoo.adversarial.attacks.pgd import PGD
+
     # Step size 2.5 * eps / steps (Madry et al.'s rule of thumb).
     return PGD(model, eps=eps, alpha=2.5 * eps / steps, steps=steps, restarts=restarts, generator=g)
 
@@ -131,6 +135,10 @@ def diagnose(
     Returns:
         One verdict per sign in ``SIGNS``.
     """
+    # the attacks load here, not with this module (a paper's config imports DiagnosticsConfig)
+    from paperzoo.adversarial.attacks.fgsm import FGSM
+    from paperzoo.adversarial.attacks.spsa import SPSA, RandomNoise
+
     c = config
     g = generator if generator is not None else torch.Generator().manual_seed(0)
 
