@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBES = ROOT / "tools" / "probes"
@@ -145,6 +146,41 @@ def test_gat_scale_measures_the_gap_at_every_stop(tmp_path: Path) -> None:
         gap = sum(acc["gat"][f"fgsm{e}"] - acc["fgsm_at"][f"fgsm{e}"] for e in (0.1, 0.2, 0.3))
         assert stop["gap"] == pytest.approx(gap / 3)
     assert "| smoke | 2 |" in _run("gat_scale.py", "--summary", "--out", out)
+
+
+def test_gat_masking_probe_trains_both_fgsm_at_and_summarises(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _run("gat_fgsm_at_masking.py", "--smoke", "--seeds", "0", "--out", out)
+    rec = json.loads((out / "seed-0.json").read_text())
+    assert rec["scale"] == "smoke" and set(rec["accuracy"]) == {"gat", *rec["gap"]}
+    for name in rec["gap"]:
+        acc, eps = rec["accuracy"][name], rec["eps"]
+        gap = sum(rec["accuracy"]["gat"][f"fgsm{e}"] - acc[f"fgsm{e}"] for e in eps) / len(eps)
+        assert rec["gap"][name] == pytest.approx(gap) and f"pgd{eps[0]}" in acc
+    table = _run("gat_fgsm_at_masking.py", "--summary", "--out", out)
+    assert "| 0 | fgsm_at_random_start |" in table and "rises with eps on" in table
+
+
+def test_gat_masking_probe_swaps_the_training_attack_and_restores_it() -> None:
+    probe = _load("gat_fgsm_at_masking.py")
+    from paperzoo.papers.gat import training
+
+    original, calls = training.FGSM, []
+
+    def counting(model, *, eps):
+        calls.append(eps)
+        return probe.random_start_fgsm(model, eps=eps)
+
+    with probe.training_attack(counting):
+        assert training.FGSM is counting
+    assert training.FGSM is original and not calls
+    with pytest.raises(RuntimeError), probe.training_attack(counting):
+        raise RuntimeError
+    assert training.FGSM is original  # restored on an error too
+    attack = probe.random_start_fgsm(torch.nn.Linear(4, 2), eps=0.25)
+    assert (attack.steps, attack.alpha, attack.random_start) == (1, 0.3125, True)
+    assert probe.rises({"fgsm0.1": 0.5, "fgsm0.2": 0.6, "fgsm0.3": 0.1}, (0.1, 0.2, 0.3))
+    assert not probe.rises({"fgsm0.1": 0.9, "fgsm0.2": 0.6, "fgsm0.3": 0.6}, (0.1, 0.2, 0.3))
 
 
 def test_path_sgd_probe_compares_against_its_reference(tmp_path: Path) -> None:
