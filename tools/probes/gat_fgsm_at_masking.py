@@ -49,18 +49,10 @@ import paperzoo.papers.gat.training as gat_training
 from paperzoo.adversarial.attacks import PGD
 from paperzoo.data.base import load_dataset
 from paperzoo.experiments.base import RunContext
+from paperzoo.experiments.flags import seed_list
 from paperzoo.papers.gat.config import CONFIGS
 
 VARIANTS = ("fgsm_at", "fgsm_at_random_start")
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"100-107"`` or ``"100,103"`` -> the seeds."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def random_start_fgsm(model: torch.nn.Module, *, eps: float) -> PGD:
@@ -161,20 +153,18 @@ def summarise(out: Path) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", default="100-107", help="e.g. 100-107 or 100,101")
+    ap.add_argument("--seeds", type=seed_list, default="100-107", help="e.g. 100-107 or 100,101")
     ap.add_argument("--out", type=Path, default=Path("results/probes/gat-fgsm-at-masking"))
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--summary", action="store_true", help="print --out's table and exit")
     ap.add_argument("--smoke", action="store_true", help="the smoke config (a code check)")
-    ap.add_argument(
-        "--summary", action="store_true", help="print the table of the JSONs in --out and exit"
-    )
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     if args.summary:
         print(summarise(args.out))  # noqa: T201
         return
-    torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
-    for seed in parse_seeds(args.seeds):
+    torch.set_num_threads(args.threads)
+    for seed in args.seeds:
         work = Path(tempfile.mkdtemp(prefix=f"gat-masking-{seed}-"))
         try:
             res = run_seed(seed, work, scale="smoke" if args.smoke else "quick")
