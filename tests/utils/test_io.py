@@ -66,3 +66,39 @@ def test_stale_temporary_files_are_removed(tmp_path):
     theirs.write_text("mine")
     assert remove_stale_tmp(tmp_path) == [stale]
     assert not stale.exists() and keep.exists() and theirs.exists()
+
+
+def _vanishing(monkeypatch, folder):
+    """Remove ``folder`` right before the walk enters it, as another rank's probe directory
+    (made and removed by ``check_out_dir``) does between being listed and being entered."""
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == os.fspath(folder) and folder.exists():
+            folder.rmdir()
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_a_folder_removed_during_the_sweep_is_skipped(tmp_path, monkeypatch):
+    stale = tmp_path / "m" / ".results.json.k2j3_x9a.tmp"
+    stale.parent.mkdir()
+    stale.write_text("{")
+    probe = tmp_path / ".paperzoo-probe-3w1nx68b"
+    probe.mkdir()
+    _vanishing(monkeypatch, probe)
+    assert remove_stale_tmp(tmp_path) == [stale]
+    assert not probe.exists()  # it was listed, then removed before the walk went in
+
+
+def test_files_named_matches_names_and_does_not_follow_symlinked_folders(tmp_path):
+    from paperzoo.utils.io import files_named
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for p in ("paperzoo.lock", "a/paperzoo.lock", "a/b/paperzoo.lock", "a/b/other.lock"):
+        (tmp_path / p).write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    found = sorted(p.relative_to(tmp_path).as_posix() for p in files_named(tmp_path, "*.lock"))
+    assert found == ["a/b/other.lock", "a/b/paperzoo.lock", "a/paperzoo.lock", "paperzoo.lock"]
+    assert files_named(tmp_path / "missing", "*") == []

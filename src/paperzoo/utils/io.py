@@ -120,10 +120,28 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def files_named(root: str | os.PathLike[str], pattern: str) -> list[Path]:
+    """The files under ``root`` whose name matches the shell pattern ``pattern``, found by a walk
+    that tolerates other processes changing the tree meanwhile: a folder that vanishes between
+    being listed and being entered is skipped, not an error (``Path.rglob`` raises
+    ``FileNotFoundError`` there on Python 3.10). Symlinked folders are not followed.
+
+    Returns:
+        The matching paths, in walk order; files that vanish during the walk may still be listed.
+    """
+    import fnmatch
+
+    found = []
+    for folder, _, names in os.walk(root):  # os.walk skips a folder it cannot list
+        found += [Path(folder, n) for n in names if fnmatch.fnmatchcase(n, pattern)]
+    return found
+
+
 def remove_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:
     """Delete the temporary files of atomic writes (``.NAME.XXXX.tmp``) under ``root`` that a
     killed process left; call it only while no other process writes there (under the output
-    folder's lock).
+    folder's lock). Other processes may still add or remove folders there meanwhile (another
+    rank checking that it can write ``--out``).
 
     Returns:
         The files removed.
@@ -132,7 +150,7 @@ def remove_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:
     if not root.is_dir():
         return []
     removed = []
-    for p in root.rglob(f".*{TMP_SUFFIX}"):
+    for p in files_named(root, f".*{TMP_SUFFIX}"):
         if _TMP_NAME.fullmatch(p.name) and p.is_file() and not p.is_symlink():
             p.unlink(missing_ok=True)
             removed.append(p)
