@@ -136,6 +136,29 @@ def test_out_dir_is_claimed_by_one_run(tmp_path):
     assert not (tmp_path / "run.json").exists()  # refused: nothing written
 
 
+def test_restart_clears_a_run_while_another_rank_probes_its_folder(tmp_path, monkeypatch):
+    import shutil
+
+    from paperzoo.engine import save_state
+    from paperzoo.experiments.runner import claim_out_dir, clear_run
+
+    assert claim_out_dir(tmp_path, {"paper": "gat", "seed": 0, "config": {}}) is False
+    save_state(tmp_path / "runs" / "m" / "checkpoints", 1, {"w": torch.zeros(1)})
+    (tmp_path / "log.txt").write_text("kept\n")
+    probe = tmp_path / ".paperzoo-probe-3w1nx68b"  # another rank's, made and removed at once
+    probe.mkdir()
+    real = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if probe.exists():  # listed by --restart, gone before it is removed
+            probe.rmdir()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    clear_run(tmp_path, "gat")
+    assert [p.name for p in tmp_path.iterdir()] == ["log.txt"]
+
+
 # -- resume by the same code and data only --------------------------------------------------------
 
 GAT = ["reproduce", "gat", "--scale", "smoke", "--quiet", "--threads", "1"]

@@ -337,10 +337,16 @@ def clear_run(out_dir: Path, paper: str | None = None) -> None:
     for p in out_dir.iterdir():
         if p.name in ("log.txt", LOCK_NAME):
             continue
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
+        for again in (False, True):  # another rank's probe folder (check_out_dir) may go now
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink(missing_ok=True)
+                break
+            except FileNotFoundError:
+                if again:
+                    raise
     log.info("--restart: cleared %s", out_dir)
 
 
