@@ -14,8 +14,8 @@ whole global batch.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,14 +77,12 @@ def _worker(out: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def ddp_params(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Tensor]]:
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
+def ddp_params(
+    tmp_path_factory: pytest.TempPathFactory, torchrun: Callable
+) -> dict[str, dict[str, Tensor]]:
     out = Path(tmp_path_factory.mktemp("ddp")) / "params.pt"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    cmd += [f"--nproc_per_node={WORLD}", __file__, str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    proc = torchrun([__file__, str(out)], nproc=WORLD, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return torch.load(out)
 

@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -296,13 +297,11 @@ def _worker(mode: str, out: Path) -> int:
 # -- the tests that launch ranks -------------------------------------------------------------------
 
 
-def _launch(mode: str, out: Path, nproc: int = WORLD) -> subprocess.CompletedProcess:
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    cmd += [f"--nproc_per_node={nproc}", __file__, mode, str(out)]
+def _launch(
+    torchrun: Callable, mode: str, out: Path, nproc: int = WORLD
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    return torchrun([__file__, mode, str(out)], nproc=nproc, env=env, timeout=600)
 
 
 def _collectives(out: Path) -> list[list[str]]:
@@ -314,9 +313,9 @@ def _writers(out: Path) -> list[str]:
     return sorted(p.name.rsplit("-", 1)[1] for p in out.parent.glob(f"{out.name}.wrote-rank-*"))
 
 
-def test_primitives_on_the_backend_asked_for_on_cuda(tmp_path: Path) -> None:
+def test_primitives_on_the_backend_asked_for_on_cuda(tmp_path: Path, torchrun: Callable) -> None:
     out = tmp_path / "primitives"
-    proc = _launch("primitives", out)
+    proc = _launch(torchrun, "primitives", out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"primitives.rank-{r}.json").read_text()) for r in (0, 1)]
     assert [r["mean"] for r in ranks] == [2.0, 2.0]
@@ -328,11 +327,13 @@ def test_primitives_on_the_backend_asked_for_on_cuda(tmp_path: Path) -> None:
     assert all(c[2] == f"cuda:{c[0]}" and c[3] == "nccl" for c in calls)  # rank = LOCAL_RANK
 
 
-def test_one_process_under_torchrun_still_runs_collectives(tmp_path: Path) -> None:
+def test_one_process_under_torchrun_still_runs_collectives(
+    tmp_path: Path, torchrun: Callable
+) -> None:
     """A one-GPU check launches the data-parallel papers with --nproc_per_node=1: DDP and the
     reductions must run there as on eight GPUs, not be skipped for a world of one."""
     out = tmp_path / "one"
-    proc = _launch("one-rank", out, nproc=1)
+    proc = _launch(torchrun, "one-rank", out, nproc=1)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "one.rank-0.json").read_text())
     assert result == {"enabled": True, "world": 1, "mean": 5.0, "ddp": True}
@@ -340,9 +341,11 @@ def test_one_process_under_torchrun_still_runs_collectives(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("paper", ["resnet", "perceiver"])
-def test_data_parallel_paper_on_two_ranks_as_on_cuda(tmp_path: Path, paper: str) -> None:
+def test_data_parallel_paper_on_two_ranks_as_on_cuda(
+    tmp_path: Path, paper: str, torchrun: Callable
+) -> None:
     out = tmp_path / paper
-    proc = _launch(paper, out)
+    proc = _launch(torchrun, paper, out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (out / "results.json").is_file()
     assert _writers(out) == ["0"]  # rank 0 alone wrote the report
@@ -353,9 +356,9 @@ def test_data_parallel_paper_on_two_ranks_as_on_cuda(tmp_path: Path, paper: str)
         assert reduced and all(c[2] == f"cuda:{c[0]}" and c[3] == "nccl" for c in reduced)
 
 
-def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:
+def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path, torchrun: Callable) -> None:
     out = tmp_path / "disentanglement"
-    proc = _launch("disentanglement", out)
+    proc = _launch(torchrun, "disentanglement", out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _writers(out) == ["0"]
     two = json.loads((out / "results.json").read_text())
@@ -380,21 +383,20 @@ def test_disentanglement_uneven_ranks_equal_one_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("paper", ["resnet", "disentanglement"])
-def test_a_nan_on_one_rank_ends_every_rank_and_is_recorded(tmp_path: Path, paper: str) -> None:
+def test_a_nan_on_one_rank_ends_every_rank_and_is_recorded(
+    tmp_path: Path, paper: str, torchrun: Callable
+) -> None:
     """``PAPERZOO_INJECT_NAN=1:2``: rank 1's loss is NaN at step 2 of every model it trains. The
     run ends on both ranks in bounded time with results.json: ResNet (a net per rank, the
     nets shared out; rank 1's diverge) records every claim as not measured with the divergence,
     as a data-parallel run does; the disentanglement study records the
     items rank 1 trained as diverged, names them, and summarises the others."""
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
     out = tmp_path / paper
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    cmd += ["-m", "paperzoo", "reproduce", paper, "--scale", "smoke", "--device", "cpu"]
-    cmd += ["--quiet", "--out", str(out)]
+    args = ["-m", "paperzoo", "reproduce", paper, "--scale", "smoke", "--device", "cpu"]
+    args += ["--quiet", "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PAPERZOO_INJECT_NAN": "1:2"}
     start = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    proc = torchrun(args, env=env, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert time.monotonic() - start < 240
     result = json.loads((out / "results.json").read_text())
@@ -437,3 +439,21 @@ def test_meetings_fit_the_agreed_time_per_step_into_their_seconds() -> None:
     assert meet.per_step(153) >= 0.0
     with pytest.raises(ValueError, match="seconds between meetings must be > 0"):
         MeetingSchedule(0.0, step=0)
+
+
+def test_a_launch_past_its_timeout_leaves_no_rank_behind(
+    tmp_path: Path, torchrun: Callable
+) -> None:
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\ntime.sleep(600)\n")
+    marker = f"paperzoo-sleeper-{os.getpid()}"
+    with pytest.raises(pytest.fail.Exception, match="ran past 20 s; its ranks were killed"):
+        torchrun([str(script), marker], env=dict(os.environ), timeout=20)
+    alive = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                alive.append(proc.name)
+        except OSError:
+            continue
+    assert alive == []

@@ -37,9 +37,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -268,22 +268,18 @@ def _worker(mode: str, out: Path) -> int:
     return 0
 
 
-def _launch(mode: str, out: Path, **env: str) -> list[dict]:
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    cmd += [f"--nproc_per_node={WORLD}", __file__, mode, str(out)]
+def _launch(torchrun: Callable, mode: str, out: Path, **env: str) -> list[dict]:
     full_env = {k: v for k, v in os.environ.items() if k != INJECT_NAN_ENV}
     # a rank that dies of a signal prints every thread's Python stack (faulthandler)
     full_env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONFAULTHANDLER="1", **env)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=full_env)
+    proc = torchrun([__file__, mode, str(out)], nproc=WORLD, env=full_env, timeout=300)
     wrote = [r for r in range(WORLD) if (out / f"rank-{r}.json").exists()]
     assert proc.returncode == 0, f"ranks that wrote results: {wrote}\n{proc.stderr[-6000:]}"
     return [json.loads((out / f"rank-{r}.json").read_text()) for r in range(WORLD)]
 
 
-def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path) -> None:
-    ranks = _launch("nan", tmp_path, **{INJECT_NAN_ENV: "1:2"})
+def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path, torchrun: Callable) -> None:
+    ranks = _launch(torchrun, "nan", tmp_path, **{INJECT_NAN_ENV: "1:2"})
     assert [(r["error"], r["step"], r["elsewhere"], r["at"]) for r in ranks] == [
         ("nan", 2, True, 4),
         ("nan", 2, False, 4),
@@ -291,8 +287,10 @@ def test_a_nan_on_one_rank_ends_every_rank_at_that_step(tmp_path: Path) -> None:
     assert [r["broadcast_buffers"] for r in ranks] == [False, False]
 
 
-def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> None:
-    ranks = _launch("stop", tmp_path)
+def test_a_signal_on_one_rank_stops_every_rank_at_one_step(
+    tmp_path: Path, torchrun: Callable
+) -> None:
+    ranks = _launch(torchrun, "stop", tmp_path)
     assert [(r["error"], r["step"], r["signum"]) for r in ranks] == [
         ("interrupted", 4, signal.SIGTERM),
     ] * 2
@@ -307,8 +305,10 @@ def test_a_signal_on_one_rank_stops_every_rank_at_one_step(tmp_path: Path) -> No
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-12)
 
 
-def test_a_signal_reaches_every_rank_on_the_wall_time_schedule(tmp_path: Path) -> None:
-    ranks = _launch("stop_timed", tmp_path)
+def test_a_signal_reaches_every_rank_on_the_wall_time_schedule(
+    tmp_path: Path, torchrun: Callable
+) -> None:
+    ranks = _launch(torchrun, "stop_timed", tmp_path)
     steps = {r["step"] for r in ranks}
     assert [(r["error"], r["signum"]) for r in ranks] == [("interrupted", signal.SIGTERM)] * 2
     assert len(steps) == 1  # both ranks stopped after the same step
@@ -319,13 +319,13 @@ def test_a_signal_reaches_every_rank_on_the_wall_time_schedule(tmp_path: Path) -
     assert [r["stop_checkpoint"] for r in ranks] == [step, step]
 
 
-def test_the_resnet_sweep_trains_one_net_per_process(tmp_path: Path) -> None:
+def test_the_resnet_sweep_trains_one_net_per_process(tmp_path: Path, torchrun: Callable) -> None:
     from paperzoo.papers.resnet.config import CONFIGS
     from paperzoo.papers.resnet.experiment import ResNetExperiment
     from paperzoo.papers.resnet.training import share_by_depth
 
     nets = sorted(ResNetExperiment().model_names(CONFIGS["smoke"]))
-    ranks = _launch("sweep", tmp_path)
+    ranks = _launch(torchrun, "sweep", tmp_path)
     mine = [sorted(n for n, _ in r["trained"]["per_process"]) for r in ranks]
     assert sorted(mine[0] + mine[1]) == nets and not set(mine[0]) & set(mine[1])
     for r in ranks:
@@ -337,14 +337,16 @@ def test_the_resnet_sweep_trains_one_net_per_process(tmp_path: Path) -> None:
         assert r["data_parallel"] == {"code": 0, "nets": nets}
 
 
-def test_ranks_that_resume_differently_fail_together(tmp_path: Path) -> None:
-    ranks = _launch("resume", tmp_path)
+def test_ranks_that_resume_differently_fail_together(tmp_path: Path, torchrun: Callable) -> None:
+    ranks = _launch(torchrun, "resume", tmp_path)
     assert [r.get("error") for r in ranks] == ["checkpoint", "checkpoint"]
     assert all("one directory that every rank sees" in r["message"] for r in ranks)
 
 
-def test_an_out_directory_the_ranks_do_not_share_fails_in_one_line(tmp_path: Path) -> None:
-    ranks = _launch("unshared", tmp_path)
+def test_an_out_directory_the_ranks_do_not_share_fails_in_one_line(
+    tmp_path: Path, torchrun: Callable
+) -> None:
+    ranks = _launch(torchrun, "unshared", tmp_path)
     assert [r["code"] for r in ranks] == [2, 2]
     for r in ranks:
         lines = [ln for ln in r["stderr"].splitlines() if ln.startswith("paperzoo: error:")]
@@ -353,8 +355,8 @@ def test_an_out_directory_the_ranks_do_not_share_fails_in_one_line(tmp_path: Pat
     assert not (tmp_path / "rank-0" / "results.json").exists()
 
 
-def test_a_rank_that_exits_ends_the_wait(tmp_path: Path) -> None:
-    ranks = _launch("exited", tmp_path)
+def test_a_rank_that_exits_ends_the_wait(tmp_path: Path, torchrun: Callable) -> None:
+    ranks = _launch(torchrun, "exited", tmp_path)
     assert ranks[0]["error"] == "exited" and ranks[0]["ranks"] == [1]
     assert ranks[0]["seconds"] < 60
 

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
 from torch import Tensor, nn
 
 from paperzoo.engine import precision
@@ -167,14 +165,9 @@ def test_a_rank_of_a_capped_imagenet_run_evaluates_its_share_in_bf16(
 # -- two ranks -------------------------------------------------------------------------------------
 
 
-def test_two_ranks_all_reduce_the_counts_of_one_process(tmp_path: Path) -> None:
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+def test_two_ranks_all_reduce_the_counts_of_one_process(tmp_path: Path, torchrun: Callable) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
-    proc = subprocess.run(
-        [*cmd, __file__, str(tmp_path)], capture_output=True, text=True, timeout=300, env=env
-    )
+    proc = torchrun([__file__, str(tmp_path)], env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-6000:]
     ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in range(2)]
     whole, n, diff = _count(0, 1)
