@@ -92,13 +92,21 @@ def test_a_folder_removed_during_the_sweep_is_skipped(tmp_path, monkeypatch):
     assert not probe.exists()  # it was listed, then removed before the walk went in
 
 
-def test_files_named_matches_names_and_does_not_follow_symlinked_folders(tmp_path):
-    from paperzoo.utils.io import files_named
+def test_find_files_reads_globs_as_path_glob_does(tmp_path):
+    from paperzoo.utils.io import find_files
 
-    (tmp_path / "a" / "b").mkdir(parents=True)
-    for p in ("paperzoo.lock", "a/paperzoo.lock", "a/b/paperzoo.lock", "a/b/other.lock"):
-        (tmp_path / p).write_text("")
-    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
-    found = sorted(p.relative_to(tmp_path).as_posix() for p in files_named(tmp_path, "*.lock"))
-    assert found == ["a/b/other.lock", "a/b/paperzoo.lock", "a/paperzoo.lock", "paperzoo.lock"]
-    assert files_named(tmp_path / "missing", "*") == []
+    (tmp_path / "runs" / "m" / "checkpoints").mkdir(parents=True)
+    files = ["paperzoo.lock", "runs/paperzoo.lock", "runs/m/curves.json"]
+    files += ["runs/m/checkpoints/latest.json", "runs/.x.json.k2j3_x9a.tmp"]
+    for f in files:
+        (tmp_path / f).write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "runs", target_is_directory=True)
+    patterns = ["**/paperzoo.lock", "runs/*/curves.json", "**/checkpoints/latest.json", "**/.*.tmp"]
+    patterns += ["*.lock", "runs/*", "**/m/*", "missing/**/x"]
+    for pattern in patterns:
+        found = sorted(p.relative_to(tmp_path).as_posix() for p in find_files(tmp_path, pattern))
+        expected = [p.relative_to(tmp_path).as_posix() for p in tmp_path.glob(pattern)]
+        expected = sorted(p for p in expected if (tmp_path / p).is_file() and "link" not in p)
+        assert found == expected, pattern
+    assert sorted(p.name for p in find_files(tmp_path, "**/paperzoo.lock")) == ["paperzoo.lock"] * 2
+    assert list(find_files(tmp_path / "missing", "**/*")) == []

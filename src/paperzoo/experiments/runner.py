@@ -31,7 +31,7 @@ from paperzoo.experiments.judging import judge
 from paperzoo.experiments.lookup import EXPERIMENTS, get_experiment
 from paperzoo.experiments.overrides import apply_overrides, config_to_dict
 from paperzoo.report import write_report
-from paperzoo.utils.io import atomic_write_text
+from paperzoo.utils.io import atomic_write_text, find_files
 from paperzoo.utils.lock import LOCK_NAME
 from paperzoo.verdict import ClaimResult, Result, check_measurement
 
@@ -226,7 +226,7 @@ def _has_state(out_dir: Path, *papers: object) -> bool:
     for paper in papers:
         if isinstance(paper, str) and paper in EXPERIMENTS:
             patterns += get_experiment(paper).resume_state
-    return any(next(out_dir.glob(p), None) is not None for p in patterns)
+    return any(next(find_files(out_dir, p), None) is not None for p in patterns)
 
 
 def claim_out_dir(out_dir: Path, spec: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,21 +121,39 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def files_named(root: str | os.PathLike[str], pattern: str) -> list[Path]:
-    """The files under ``root`` whose name matches the shell pattern ``pattern``, found by a walk
-    that tolerates other processes changing the tree meanwhile: a folder that vanishes between
-    being listed and being entered is skipped, not an error (``Path.rglob`` raises
-    ``FileNotFoundError`` there on Python 3.10). Symlinked folders are not followed.
-
-    Returns:
-        The matching paths, in walk order; files that vanish during the walk may still be listed.
-    """
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether the path ``parts`` match the glob ``pattern`` parts (``**``: any folders)."""
     import fnmatch
 
-    found = []
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_matches(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return (
+        bool(parts)
+        and fnmatch.fnmatchcase(parts[0], pattern[0])
+        and _matches(parts[1:], pattern[1:])
+    )
+
+
+def find_files(root: str | os.PathLike[str], pattern: str) -> Iterator[Path]:
+    """The files under ``root`` matching ``pattern``, a glob relative to ``root`` as
+    ``Path.glob`` reads it (``*`` within a name, ``**`` for any number of folders, e.g.
+    ``**/checkpoints/latest.json``), found by a walk that tolerates other processes changing the
+    tree meanwhile: a folder that vanishes between being listed and being entered is skipped,
+    not an error (``Path.glob`` raises ``FileNotFoundError`` there). Symlinked folders are not
+    entered.
+
+    Yields:
+        The matching paths, in walk order (one that vanishes during the walk may still come).
+    """
+    want = tuple(pattern.split("/"))
     for folder, _, names in os.walk(root):  # os.walk skips a folder it cannot list
-        found += [Path(folder, n) for n in names if fnmatch.fnmatchcase(n, pattern)]
-    return found
+        base = Path(folder)
+        here = base.relative_to(root).parts
+        for name in names:
+            if _matches((*here, name), want):
+                yield base / name
 
 
 def remove_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:
@@ -150,7 +169,7 @@ def remove_stale_tmp(root: str | os.PathLike[str]) -> list[Path]:
     if not root.is_dir():
         return []
     removed = []
-    for p in files_named(root, f".*{TMP_SUFFIX}"):
+    for p in find_files(root, f"**/.*{TMP_SUFFIX}"):
         if _TMP_NAME.fullmatch(p.name) and p.is_file() and not p.is_symlink():
             p.unlink(missing_ok=True)
             removed.append(p)

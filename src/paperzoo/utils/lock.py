@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paperzoo.utils.io import atomic_write_text, files_named, remove_stale_tmp
+from paperzoo.utils.io import atomic_write_text, find_files, remove_stale_tmp
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ class FolderLock:
         (a ``--seeds`` run's folder and one of its seed folders are one run)."""
         here = self.folder.resolve()
         around = [p / LOCK_NAME for p in here.parents]
-        around += [p for p in files_named(here, LOCK_NAME) if p.parent != here]
+        around += [p for p in find_files(here, f"**/{LOCK_NAME}") if p.parent != here]
         for path in around:
             holder = Holder.read(path) if path.is_file() else None
             if holder is not None and holder.stale_because(self.stale_seconds) is None:
