@@ -121,3 +121,22 @@ def _torchrun(
 def torchrun() -> Callable[..., subprocess.CompletedProcess]:
     """``torchrun(args, *, nproc=2, env=None, timeout=300) -> CompletedProcess`` (``_torchrun``)."""
     return _torchrun
+
+
+@pytest.fixture
+def vanishing(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """``vanishing(folder)``: ``folder`` is removed right before a walk (``os.scandir``) enters
+    it, as another process's short-lived folder (a rank's ``--out`` probe) goes between being
+    listed and being entered."""
+
+    def arm(folder: Path) -> None:
+        real = os.scandir
+
+        def scandir(path="."):
+            if os.fspath(path) == os.fspath(folder) and folder.exists():
+                folder.rmdir()
+            return real(path)
+
+        monkeypatch.setattr(os, "scandir", scandir)
+
+    return arm

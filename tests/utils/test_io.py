@@ -68,26 +68,13 @@ def test_stale_temporary_files_are_removed(tmp_path):
     assert not stale.exists() and keep.exists() and theirs.exists()
 
 
-def _vanishing(monkeypatch, folder):
-    """Remove ``folder`` right before the walk enters it, as another rank's probe directory
-    (made and removed by ``check_out_dir``) does between being listed and being entered."""
-    real = os.scandir
-
-    def scandir(path="."):
-        if os.fspath(path) == os.fspath(folder) and folder.exists():
-            folder.rmdir()
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
-
-
-def test_a_folder_removed_during_the_sweep_is_skipped(tmp_path, monkeypatch):
+def test_a_folder_removed_during_the_sweep_is_skipped(tmp_path, vanishing):
     stale = tmp_path / "m" / ".results.json.k2j3_x9a.tmp"
     stale.parent.mkdir()
     stale.write_text("{")
     probe = tmp_path / ".paperzoo-probe-3w1nx68b"
     probe.mkdir()
-    _vanishing(monkeypatch, probe)
+    vanishing(probe)
     assert remove_stale_tmp(tmp_path) == [stale]
     assert not probe.exists()  # it was listed, then removed before the walk went in
 

@@ -106,19 +106,12 @@ def test_seed_processes_work_under_the_parent_lock(tmp_path):
     assert LOCK_ENV not in os.environ
 
 
-def test_taking_the_lock_tolerates_another_rank_probing_the_folder(tmp_path, monkeypatch):
+def test_taking_the_lock_tolerates_another_rank_probing_the_folder(tmp_path, vanishing):
     # Another rank checks that --out is writable with a folder it makes and removes at once; the
     # holder's walks (nested locks, stale temporary files) must skip it if it goes mid-walk.
     probe = tmp_path / "out" / ".paperzoo-probe-3w1nx68b"
     probe.mkdir(parents=True)
-    real = os.scandir
-
-    def scandir(path="."):
-        if os.fspath(path) == os.fspath(probe) and probe.exists():
-            probe.rmdir()
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    vanishing(probe)
     with holding(tmp_path / "out"):
         assert (tmp_path / "out" / LOCK_NAME).is_file()
     assert not probe.exists()
