@@ -529,12 +529,16 @@ def _html_headline(run: _Run) -> str:
     return out
 
 
-def _html_notrun(e: NotRun, *, short: bool) -> str:
+def _html_notrun(e: NotRun, *, short: bool, paper: str | None = None) -> str:
+    """Why there is no full run: the label, then the reason (``short``: the reason is the
+    label's tooltip, and the label links to ``paper``'s section, where it is written out)."""
     part = f" ({e.part})" if e.part else ""
-    out = f"<span class='h h-notrun'>not run{escape(part)}: {escape(e.label)}</span>"
-    if not short:
-        out += f"<span class='why'>{escape(e.why)}</span>"
-    return out
+    label = f"not run{escape(part)}: {escape(e.label)}"
+    if short:
+        if paper is not None:
+            label = f"<a href='#{escape(paper)}'>{label}</a>"
+        return f"<span class='h h-notrun' title='{escape(e.why)}'>{label}</span>"
+    return f"<span class='h h-notrun'>{label}</span><span class='why'>{escape(e.why)}</span>"
 
 
 def _html_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
@@ -551,7 +555,7 @@ def _html_overview_cell(paper: _Paper, scale: str, base: Path | None) -> str:
             text += f" <a href='{_link(run.dir / 'report.md', base)}'>report</a>"
         items.append(text)
     if scale == "full":
-        items += [_html_notrun(e, short=True) for e in paper.not_run]
+        items += [_html_notrun(e, short=True, paper=paper.name) for e in paper.not_run]
     return "<br>".join(items) or "<span class='h h-notrun'>not run</span>"
 
 

@@ -200,12 +200,17 @@ def test_not_the_papers_setting_does_not_count() -> None:
 
 
 def test_papers_without_a_full_run_say_why_and_a_part_replaces_its_entry() -> None:
+    from html import escape
+
+    from paperzoo.experiments import EXPERIMENTS
+
     html = render_summary_html([_result("resnet")])
     assert "not run: needs CIFAR-10 and a GPU" in html
     assert "CIFAR-10" in html  # the sentence resnet declares (full_not_run)
+    (why,) = [e.why for e in EXPERIMENTS.create("resnet").full_not_run]
+    overview = html.split("<section", 1)[0]  # the overview's cell: the reason on hover, a link
+    assert f"title='{escape(why)}'><a href='#resnet'>not run: needs CIFAR-10" in overview
     assert "needs a GPU" in render_summary_markdown([_result("draw")], overview_only=True)
-    from paperzoo.experiments import EXPERIMENTS
-
     wrm_parts = {e.part for e in EXPERIMENTS.create("wrm").full_not_run}
     assert wrm_parts == {"spheres", "mnist"}
     spheres = _result("wrm", scale="full", seeds=(0,))
