@@ -95,7 +95,7 @@ def _torchrun(
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     cmd += [f"--nproc_per_node={nproc}", *args]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         timed_out = False
         try:
             proc.wait(timeout=timeout)

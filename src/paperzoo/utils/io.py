@@ -11,6 +11,7 @@ files a killed process left behind.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import hashlib
 import logging
 import os
@@ -123,8 +124,6 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 
 def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
     """Whether the path ``parts`` match the glob ``pattern`` parts (``**``: any folders)."""
-    import fnmatch
-
     if not pattern:
         return not parts
     if pattern[0] == "**":
