@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,9 +42,12 @@ mkdir -p "$out" && echo "$result" >"$out/results.json"
 
 _FAKE_PYTHON = """#!/usr/bin/env bash
 # stand-in: records torchrun launches (exit 0, nothing run); answers the CUDA device count with
-# $FAKE_GPUS when set; writes no synthetic data with $FAKE_SYNTH; anything else runs in {python}
+# $FAKE_GPUS when set (after $FAKE_GPUS_DELAY s, as importing torch takes); writes no synthetic
+# data with $FAKE_SYNTH; anything else runs in {python}
 if [[ "$1 $2" == "-m torch.distributed.run" ]]; then echo "$*" >>"{log}"; exit 0; fi
-if [[ $1 == -c && $2 == *device_count* && -n ${{FAKE_GPUS:-}} ]]; then echo "$FAKE_GPUS"; exit 0; fi
+if [[ $1 == -c && $2 == *device_count* && -n ${{FAKE_GPUS:-}} ]]; then
+  sleep "${{FAKE_GPUS_DELAY:-0}}"; echo "$FAKE_GPUS"; exit 0
+fi
 if [[ $1 == tools/synth_data.py && -n ${{FAKE_SYNTH:-}} ]]; then exit 0; fi  # no data written
 exec {python} "$@"
 """
@@ -199,6 +203,20 @@ def test_each_paper_has_its_own_stated_limit_on_cuda(tmp_path: Path) -> None:
         tmp_path / "override", DEVICE="cuda", FAKE_GPUS="1", PAPERS="coordconv", TIMEOUT="77"
     )
     assert "coordconv (single, up to 77s)" in proc.stdout
+    # the default budget counts from the end of the preflight: a slow one cuts no paper's limit
+    (tmp_path / "slow").mkdir()
+    proc = _check(
+        tmp_path / "slow", DEVICE="cuda", FAKE_GPUS="1", FAKE_GPUS_DELAY="1.5", PAPERS="coordconv"
+    )
+    assert f"coordconv (single, up to {limits['coordconv']}s)" in proc.stdout
+    # a BUDGET set by the user counts from the start, the preflight included
+    (tmp_path / "set").mkdir()
+    proc = _check(
+        tmp_path / "set", DEVICE="cuda", FAKE_GPUS="1", FAKE_GPUS_DELAY="1.5", PAPERS="coordconv",
+        TIMEOUT="77", BUDGET="77",
+    )  # fmt: skip
+    cut = re.search(r"coordconv \(single, up to (\d+)s of its 77s\)", proc.stdout)
+    assert cut and 60 <= int(cut[1]) <= 76  # 1.5 s and more spent before the paper
     # a paper that is not registered does not start
     (tmp_path / "unknown").mkdir()
     proc = _check(tmp_path / "unknown", DEVICE="cuda", FAKE_GPUS="1", PAPERS="coordconv nosuch")

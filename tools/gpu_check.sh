@@ -38,6 +38,11 @@
 #       is written; 0 = none on CPU]: the most the whole check may take, synthetic data
 #       included: each paper gets min(its limit, what is left); a paper with less than 10 s left
 #       does not start and fails. Set it lower to spend a fixed time on the costliest papers.
+#       A BUDGET you set counts from the script's start; the default one from the end of the
+#       preflight (the plan, the GPU count), since it is what the papers may take, so it cuts a
+#       paper only after the papers before it (or the data) ran past their own limits. What is
+#       left is counted in milliseconds and rounded up to the second: no paper loses a second
+#       to the clock's granularity.
 #   KILL_GRACE [45]: seconds between a paper's SIGTERM at its limit and SIGKILL; above
 #       torchrun's own 30 s, so that torchrun can stop its ranks first. After each paper every
 #       process it started that still runs (a rank or loader worker that left its process group
@@ -72,6 +77,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 check_start=$(date +%s)
+budget_start_ms=$(date +%s%3N)  # a BUDGET set by the user counts from here
 
 DEVICE=${DEVICE:-cuda}
 SCALE=${SCALE:-full}
@@ -151,6 +157,7 @@ if [[ -z $BUDGET ]]; then
   BUDGET=0
   for p in $PAPERS; do BUDGET=$((BUDGET + $(limit_of "$p"))); done
   [[ -z $DATA_ROOT && $SYNTH == 1 ]] && BUDGET=$((BUDGET + SYNTH_S))
+  budget_start_ms=$(date +%s%3N)  # what the papers (and the data) may take, from now
 fi
 if [[ $BUDGET -gt 0 ]]; then
   echo "gpu-check: the check runs $STEPS steps per loop within a budget of ${BUDGET} s"
@@ -169,7 +176,8 @@ for p in $PAPERS; do
   own=$(limit_of "$p")
   limit=$own
   if [[ $BUDGET -gt 0 ]]; then
-    left=$((BUDGET - ($(date +%s) - check_start)))
+    # the seconds left, rounded up: BUDGET x 1000 - the milliseconds spent, divided with ceiling
+    left=$(((BUDGET * 1000 - ($(date +%s%3N) - budget_start_ms) + 999) / 1000))
     if [[ $left -lt 10 ]]; then
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$p" "-" "budget" "$own" "0" "not started: the check's BUDGET of ${BUDGET} s was spent" >>"$status"
       echo "gpu-check: $p not started (BUDGET ${BUDGET} s spent)"
